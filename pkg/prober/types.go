@@ -1,0 +1,73 @@
+// Package prober runs one probe at a time: exec, HTTP, TCP or gRPC.
+// It knows nothing of informers or the API server; callers hand it a
+// probe spec, a Target and an EventSink.
+package prober
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// ProbeType names which of a container's probes is running.
+type ProbeType int
+
+const (
+	Liveness ProbeType = iota
+	Readiness
+	Startup
+)
+
+// String gives the kubelet's spelling, used in events and metric labels.
+func (t ProbeType) String() string {
+	switch t {
+	case Liveness:
+		return "Liveness"
+	case Readiness:
+		return "Readiness"
+	case Startup:
+		return "Startup"
+	}
+	return "Unknown"
+}
+
+// Result is the outcome of one handler call, as in k8s.io/kubernetes/pkg/probe.
+type Result string
+
+const (
+	Success Result = "success"
+	// Warning is a success the user should hear about (a ProbeWarning event).
+	Warning Result = "warning"
+	Failure Result = "failure"
+	Unknown Result = "unknown"
+)
+
+// MaxOutputBytes caps probe output kept in memory: HTTP bodies and exec output (the kubelet's 10 KiB).
+const MaxOutputBytes = 10 * 1024
+
+// Target is where a probe runs: what the prober needs to know of the pod and container.
+type Target struct {
+	// PodIP is the default host for network probes.
+	PodIP string
+	// ContainerID is runtime-qualified, for example "containerd://<id>".
+	ContainerID string
+	// Ports are the container's declared ports, for resolving named ports.
+	Ports []v1.ContainerPort
+	// Env is the container's static environment, for $(VAR) expansion in exec commands.
+	Env []v1.EnvVar
+}
+
+// EventSink receives user-facing events already addressed to the probed container.
+type EventSink interface {
+	Event(eventType, reason, message string)
+}
+
+// CommandRunner runs a command inside a container. pkg/cri implements it.
+//
+// A nil error means the command ran and exitCode is its exit status. output is
+// stdout and stderr combined, at most MaxOutputBytes. When the timeout expires
+// the error satisfies interface{ Timeout() bool } with Timeout() == true.
+type CommandRunner interface {
+	ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (output []byte, exitCode int, err error)
+}

@@ -1,0 +1,45 @@
+# probed — see README.md. All targets run from a fresh Debian machine as root.
+SHELL := /bin/bash
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/probed-dev/probed/pkg/version.Version=$(VERSION)
+GO ?= go
+
+.PHONY: all build test unit integration runtime fuzz lint deps k8s-bins images clean
+
+all: lint build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/probed ./cmd/probed
+
+## test: every tier (unit, fuzz smoke, integration, runtime). This is what CI runs.
+test:
+	bash hack/test.sh all
+
+unit:
+	bash hack/test.sh unit
+
+integration:
+	bash hack/test.sh integration
+
+runtime:
+	bash hack/test.sh runtime
+
+fuzz:
+	bash hack/test.sh fuzz
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags integration,runtime ./test/...
+
+deps:
+	bash hack/install-deps.sh
+
+k8s-bins:
+	bash hack/build-k8s.sh
+
+images:
+	bash hack/build-images.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// options are the daemon's flags; validate checks them all in one place.
+type options struct {
+	NodeName           string
+	Kubeconfig         string
+	RuntimeEndpoint    string
+	RuntimeType        string
+	ContainerdNS       string
+	StatusMode         string
+	ProbeSource        string
+	DryRun             bool
+	MetricsAddr        string
+	LivenessAction     string
+	MaxConcurrentExecs int
+	MetricsPodUIDLabel bool
+	StatusResync       time.Duration
+	KubeAPIQPS         float64
+	KubeAPIBurst       int
+	ProbeUserAgent     string
+}
+
+func (o *options) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
+	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
+	fs.StringVar(&o.RuntimeType, "runtime-type", "auto", "runtime API: containerd (native client), cri (CRI over gRPC, e.g. CRI-O), or auto (containerd if the socket answers its API, else cri)")
+	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
+	fs.StringVar(&o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)")
+	fs.StringVar(&o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
+	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
+	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
+	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
+	fs.DurationVar(&o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
+	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
+}
+
+func (o *options) validate() error {
+	var errs []error
+	oneOf := func(flagName, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			errs = append(errs, fmt.Errorf("--%s=%q: must be one of %v", flagName, v, allowed))
+		}
+	}
+	if o.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is required (or set NODE_NAME from the downward API)"))
+	}
+	oneOf("runtime-type", o.RuntimeType, "auto", "containerd", "cri")
+	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
+	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
+	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
+	if o.MaxConcurrentExecs < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
+	}
+	if o.StatusResync <= 0 {
+		errs = append(errs, fmt.Errorf("--status-resync=%v: must be positive", o.StatusResync))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	return errors.Join(errs...)
+}

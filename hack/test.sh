@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs probed's test tiers. Usage: hack/test.sh [all|unit|fuzz|integration|runtime]...
+# Every tier installs and starts what it needs: Debian packages, Kubernetes
+# binaries built from Go modules (cached in .cache/), locally built images.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tiers=("$@"); [ ${#tiers[@]} -eq 0 ] && tiers=(all)
+[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration runtime)
+
+step() { printf '\n==> %s\n' "$*"; }
+for t in "${tiers[@]}"; do
+  case "$t" in
+    lint)
+      step "lint: gofmt + go vet"
+      make -s lint ;;
+    unit)
+      step "unit tests (race)"
+      go test -race -count=1 -cover ./... ;;
+    fuzz)
+      step "fuzz smoke (${FUZZTIME:=20s} each)"
+      go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/manager/ ;;
+    integration)
+      step "integration tier: real etcd + kube-apiserver"
+      bash hack/install-deps.sh
+      bash hack/build-k8s.sh kube-apiserver
+      go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/integration/... ;;
+    runtime)
+      step "runtime tier: real containerd + runc"
+      bash hack/install-deps.sh
+      bash hack/build-images.sh
+      go test -race -count=1 -tags runtime -timeout 20m ./test/runtime/... ;;
+    *) echo "unknown tier: $t" >&2; exit 2 ;;
+  esac
+done

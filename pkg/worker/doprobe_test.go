@@ -1,0 +1,615 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/results"
+)
+
+var allTypes = []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
+
+func TestDoProbe(t *testing.T) {
+	now := epoch
+	running := runningPod(now)
+
+	mutate := func(f func(p *v1.Pod)) *v1.Pod {
+		p := running.DeepCopy()
+		f(p)
+		return p
+	}
+	terminated := func(policy v1.RestartPolicy, exit int32) *v1.Pod {
+		return mutate(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = policy
+			p.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: exit}}
+		})
+	}
+	// asInit moves the container into the init containers, as a sidecar
+	// (restartPolicy Always) or a plain init container.
+	asInit := func(p *v1.Pod, sidecar bool) *v1.Pod {
+		p = p.DeepCopy()
+		c := v1.Container{Name: testContainer}
+		if sidecar {
+			always := v1.ContainerRestartPolicyAlways
+			c.RestartPolicy = &always
+		}
+		p.Spec.InitContainers, p.Spec.Containers = []v1.Container{c}, []v1.Container{{Name: "main"}}
+		p.Status.InitContainerStatuses = p.Status.ContainerStatuses
+		p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main"}}
+		return p
+	}
+	deleting := mutate(func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} })
+
+	type want struct {
+		keepGoing bool
+		set       bool
+		result    results.Result
+		probed    bool
+	}
+	ok := want{keepGoing: true, set: true, result: results.Success, probed: true}
+	waitNoResult := want{keepGoing: true}
+	failedGoOn := want{keepGoing: true, set: true, result: results.Failure}
+	failedStop := want{set: true, result: results.Failure}
+
+	tests := []struct {
+		name  string
+		pod   *v1.Pod
+		delay int32
+		// want is the same for every probe type unless byType has an entry.
+		want   want
+		byType map[prober.ProbeType]want
+	}{
+		{name: "no pod", want: waitNoResult},
+		{name: "pod failed", pod: mutate(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })},
+		{name: "pod succeeded", pod: mutate(func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })},
+		{name: "no container status", pod: mutate(func(p *v1.Pod) { p.Status.ContainerStatuses[0].Name = "other" }), want: waitNoResult},
+		{name: "container without ID", pod: mutate(func(p *v1.Pod) { p.Status.ContainerStatuses[0].ContainerID = "" }), want: waitNoResult},
+		{name: "container waiting", pod: mutate(func(p *v1.Pod) {
+			p.Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		}), want: failedGoOn},
+		{name: "terminated, restartPolicy Never", pod: terminated(v1.RestartPolicyNever, 1), want: failedStop},
+		{name: "terminated exit 0, restartPolicy Never", pod: terminated(v1.RestartPolicyNever, 0), want: failedStop},
+		{name: "terminated exit 1, restartPolicy OnFailure", pod: terminated(v1.RestartPolicyOnFailure, 1), want: failedGoOn},
+		// The kubelet looks only at Never: OnFailure keeps the worker even
+		// after exit 0, until the pod phase ends it.
+		{name: "terminated exit 0, restartPolicy OnFailure", pod: terminated(v1.RestartPolicyOnFailure, 0), want: failedGoOn},
+		{name: "terminated, restartPolicy Always", pod: terminated(v1.RestartPolicyAlways, 0), want: failedGoOn},
+		{name: "terminated sidecar, restartPolicy Never", pod: asInit(terminated(v1.RestartPolicyNever, 0), true), want: failedGoOn},
+		{name: "terminated plain init container, restartPolicy Never", pod: asInit(terminated(v1.RestartPolicyNever, 1), false), want: failedStop},
+		{name: "running", pod: running, want: ok},
+		{name: "running sidecar", pod: asInit(running, true), want: ok},
+		{name: "initial delay passed", pod: running, delay: -100, want: ok},
+		{name: "initial delay not passed", pod: running, delay: 10, byType: map[prober.ProbeType]want{
+			prober.Liveness:  {keepGoing: true, set: true, result: results.Success},
+			prober.Readiness: {keepGoing: true, set: true, result: results.Failure},
+			prober.Startup:   {keepGoing: true, set: true, result: results.Unknown},
+		}},
+		{name: "pod being deleted", pod: deleting, byType: map[prober.ProbeType]want{
+			prober.Liveness:  {set: true, result: results.Success},
+			prober.Readiness: ok,
+			prober.Startup:   {set: true, result: results.Success},
+		}},
+	}
+
+	for _, pt := range allTypes {
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%v/%s", pt, tc.name), func(t *testing.T) {
+				e, w := newEnv(t, pt, v1.Probe{InitialDelaySeconds: tc.delay})
+				if tc.pod != nil {
+					e.pods.set(tc.pod)
+				}
+				want := tc.want
+				if w, found := tc.byType[pt]; found {
+					want = w
+				}
+				if got := w.doProbe(context.Background()); got != want.keepGoing {
+					t.Errorf("keepGoing = %v, want %v", got, want.keepGoing)
+				}
+				got, set := e.results.Get(testID)
+				if set != want.set {
+					t.Fatalf("result set = %v, want %v", set, want.set)
+				}
+				if set && got != want.result {
+					t.Errorf("result = %v, want %v", got, want.result)
+				}
+				if probed := e.prober.count() > 0; probed != want.probed {
+					t.Errorf("prober called = %v, want %v", probed, want.probed)
+				}
+				if !want.keepGoing && w.Snapshot().State != StateStopped {
+					t.Errorf("state = %q, want %q", w.Snapshot().State, StateStopped)
+				}
+			})
+		}
+	}
+}
+
+func TestProbeTarget(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e.pods.set(runningPod(epoch))
+	expectContinue(t, w, "probe")
+	e.prober.mu.Lock()
+	target, events := e.prober.target, e.prober.events
+	e.prober.mu.Unlock()
+	if target.PodIP != "10.0.0.7" || target.ContainerID != testID || len(target.Ports) != 1 {
+		t.Errorf("target = %+v", target)
+	}
+	// The prober's events go to the Recorder, addressed to the container.
+	events.Event(v1.EventTypeWarning, "Unhealthy", "Readiness probe failed: boom")
+	if got := e.rec.list(); len(got) != 1 || got[0] != "app Warning Unhealthy Readiness probe failed: boom" {
+		t.Errorf("events = %q", got)
+	}
+	// A nil Recorder drops them.
+	containerEvents{}.Event(v1.EventTypeNormal, "x", "y")
+}
+
+func TestInitialDelay(t *testing.T) {
+	for _, pt := range allTypes {
+		t.Run(pt.String(), func(t *testing.T) {
+			e, w := newEnv(t, pt, v1.Probe{InitialDelaySeconds: 10})
+			e.pods.set(runningPod(e.clock.Now()))
+
+			expectContinue(t, w, "during initial delay")
+			expectResult(t, e, testID, initialValue(pt), "during initial delay")
+			if s := w.Snapshot().State; s != StateInitialDelay {
+				t.Errorf("state = %q, want %q", s, StateInitialDelay)
+			}
+			// Whole seconds count, as in the kubelet: 9.9s is still 9.
+			e.clock.Step(9900 * time.Millisecond)
+			expectContinue(t, w, "9.9s in")
+			if n := e.prober.count(); n != 0 {
+				t.Fatalf("probed %d times during the initial delay", n)
+			}
+
+			e.clock.Step(100 * time.Millisecond)
+			expectContinue(t, w, "after initial delay")
+			expectResult(t, e, testID, results.Success, "after initial delay")
+		})
+	}
+}
+
+func TestFailureThreshold(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{SuccessThreshold: 1, FailureThreshold: 3})
+	e.pods.set(runningPod(epoch))
+
+	for i := 0; i < 2; i++ {
+		e.prober.set(results.Success)
+		for j := 0; j < 3; j++ {
+			msg := fmt.Sprintf("round %d: success %d", i, j+1)
+			expectContinue(t, w, msg)
+			expectResult(t, e, testID, results.Success, msg)
+		}
+		e.prober.set(results.Failure)
+		for j := 0; j < 2; j++ {
+			msg := fmt.Sprintf("round %d: failure %d below threshold", i, j+1)
+			expectContinue(t, w, msg)
+			expectResult(t, e, testID, results.Success, msg)
+		}
+		for j := 0; j < 3; j++ {
+			msg := fmt.Sprintf("round %d: failure %d at threshold", i, j+3)
+			expectContinue(t, w, msg)
+			expectResult(t, e, testID, results.Failure, msg)
+		}
+	}
+	if w.onHold {
+		t.Error("a readiness failure put the worker on hold")
+	}
+}
+
+func TestSuccessThreshold(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{SuccessThreshold: 3, FailureThreshold: 1})
+	e.pods.set(runningPod(epoch))
+
+	for i := 0; i < 2; i++ {
+		for j := 0; j < 2; j++ {
+			msg := fmt.Sprintf("round %d: success %d below threshold", i, j+1)
+			expectContinue(t, w, msg)
+			expectResult(t, e, testID, results.Failure, msg)
+		}
+		for j := 0; j < 3; j++ {
+			msg := fmt.Sprintf("round %d: success %d at threshold", i, j+3)
+			expectContinue(t, w, msg)
+			expectResult(t, e, testID, results.Success, msg)
+		}
+		// One failure is enough with failureThreshold 1.
+		e.prober.set(results.Failure)
+		expectContinue(t, w, "flake")
+		expectResult(t, e, testID, results.Failure, "flake")
+		e.prober.set(results.Success)
+	}
+}
+
+func TestStartupProbeSuccessThreshold(t *testing.T) {
+	const successThreshold = 1
+	e, w := newEnv(t, prober.Startup, v1.Probe{SuccessThreshold: successThreshold, FailureThreshold: 3})
+	e.pods.set(runningPod(epoch))
+
+	for i := 0; i < successThreshold+2; i++ {
+		if held := w.onHold; held != (i >= successThreshold) {
+			t.Fatalf("probe %d: onHold = %v", i, held)
+		}
+		if w.resultRun >= successThreshold {
+			t.Fatalf("probe %d: resultRun = %d, want it reset below %d", i, w.resultRun, successThreshold)
+		}
+		expectContinue(t, w, fmt.Sprintf("probe %d", i))
+	}
+	expectResult(t, e, testID, results.Success, "after success")
+	if n := e.prober.count(); n != successThreshold {
+		t.Errorf("prober called %d times, want %d: a startup success holds the worker", n, successThreshold)
+	}
+	if len(e.killer.calls()) != 0 {
+		t.Error("a startup success killed the container")
+	}
+}
+
+func TestStartupProbeFailureThreshold(t *testing.T) {
+	const failureThreshold = 3
+	e, w := newEnv(t, prober.Startup, v1.Probe{SuccessThreshold: 1, FailureThreshold: failureThreshold})
+	e.pods.set(runningPod(epoch))
+	e.prober.set(results.Failure)
+
+	for i := 0; i < failureThreshold+2; i++ {
+		if held := w.onHold; held != (i >= failureThreshold) {
+			t.Fatalf("probe %d: onHold = %v", i, held)
+		}
+		wantRun := i
+		if i >= failureThreshold {
+			wantRun = 0
+		}
+		if w.resultRun != wantRun {
+			t.Fatalf("probe %d: resultRun = %d, want %d", i, w.resultRun, wantRun)
+		}
+		expectContinue(t, w, fmt.Sprintf("probe %d", i))
+		want := results.Unknown
+		if i+1 >= failureThreshold {
+			want = results.Failure
+		}
+		expectResult(t, e, testID, want, fmt.Sprintf("probe %d", i))
+	}
+	if n := e.prober.count(); n != failureThreshold {
+		t.Errorf("prober called %d times, want %d", n, failureThreshold)
+	}
+	kills := e.killer.calls()
+	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Startup, 30 * time.Second}) {
+		t.Errorf("kills = %+v, want one of %s", kills, testID)
+	}
+}
+
+// A startup probe that is neither success nor failure at its threshold also
+// holds, as the kubelet's condition reads; nothing is killed.
+func TestStartupProbeUnknownHolds(t *testing.T) {
+	e, w := newEnv(t, prober.Startup, v1.Probe{})
+	e.pods.set(runningPod(epoch))
+	e.prober.set(results.Unknown)
+	expectContinue(t, w, "unknown")
+	if !w.onHold {
+		t.Error("startup Unknown did not hold the worker")
+	}
+	if len(e.killer.calls()) != 0 {
+		t.Error("startup Unknown killed the container")
+	}
+}
+
+func TestOnHoldAfterFailureUntilNewContainer(t *testing.T) {
+	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+		t.Run(pt.String(), func(t *testing.T) {
+			e, w := newEnv(t, pt, v1.Probe{SuccessThreshold: 1, FailureThreshold: 1})
+			pod := runningPod(epoch)
+			e.pods.set(pod)
+
+			e.prober.set(results.Failure)
+			expectContinue(t, w, "first probe")
+			expectResult(t, e, testID, results.Failure, "first probe")
+			if !w.onHold {
+				t.Fatal("not on hold after a failure at threshold")
+			}
+			if s := w.Snapshot().State; s != StateOnHold {
+				t.Errorf("state = %q, want %q", s, StateOnHold)
+			}
+
+			// On hold: no probing, the failure stays.
+			e.prober.set(results.Success)
+			expectContinue(t, w, "while on hold")
+			expectResult(t, e, testID, results.Failure, "while on hold")
+			if n := e.prober.count(); n != 1 {
+				t.Fatalf("probed %d times, want 1", n)
+			}
+			if n := len(e.killer.calls()); n != 1 {
+				t.Fatalf("killed %d times, want 1", n)
+			}
+
+			// A new container lifts the hold: the old result goes, the new
+			// instance starts from the initial value, then probes.
+			e.pods.set(withID(pod, newID))
+			expectContinue(t, w, "hold lifted")
+			if n := e.prober.count(); n != 2 {
+				t.Fatalf("probed %d times, want 2: the new container is probed", n)
+			}
+			// A startup success at threshold holds again; liveness goes on.
+			if w.onHold != (pt == prober.Startup) {
+				t.Fatalf("onHold = %v after a success on the new container", w.onHold)
+			}
+			if _, ok := e.results.Get(testID); ok {
+				t.Error("the old container's result was kept")
+			}
+			expectResult(t, e, newID, results.Success, "hold lifted")
+		})
+	}
+}
+
+func TestResultRunResetsOnHold(t *testing.T) {
+	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+		t.Run(pt.String(), func(t *testing.T) {
+			e, w := newEnv(t, pt, v1.Probe{SuccessThreshold: 1, FailureThreshold: 3})
+			pod := runningPod(epoch)
+			e.pods.set(pod)
+			e.prober.set(results.Failure)
+
+			for want := 1; want <= 2; want++ {
+				expectContinue(t, w, "failure")
+				if w.resultRun != want {
+					t.Fatalf("resultRun = %d, want %d", w.resultRun, want)
+				}
+			}
+			expectContinue(t, w, "failure at threshold")
+			if w.resultRun != 0 || !w.onHold {
+				t.Fatalf("at threshold: resultRun = %d, onHold = %v; want 0, true", w.resultRun, w.onHold)
+			}
+
+			// The count starts again for the next container: one failure is
+			// not yet enough.
+			e.pods.set(withID(pod, newID))
+			expectContinue(t, w, "new container, first failure")
+			if w.resultRun != 1 || w.onHold {
+				t.Fatalf("new container: resultRun = %d, onHold = %v; want 1, false", w.resultRun, w.onHold)
+			}
+			expectResult(t, e, newID, initialValue(pt), "new container below threshold")
+		})
+	}
+}
+
+func TestLivenessAndReadinessWaitForStarted(t *testing.T) {
+	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness} {
+		t.Run(pt.String(), func(t *testing.T) {
+			e, w := newEnv(t, pt, v1.Probe{})
+			pod := runningPod(epoch)
+			// The kubelet says started; probed's own notion says not yet,
+			// and probed's wins (contract §2).
+			yes := true
+			pod.Status.ContainerStatuses[0].Started = &yes
+			e.pods.set(pod)
+			e.started.Store(false)
+
+			expectContinue(t, w, "not started")
+			if n := e.prober.count(); n != 0 {
+				t.Fatalf("probed %d times before started", n)
+			}
+			expectResult(t, e, testID, initialValue(pt), "not started")
+			if s := w.Snapshot().State; s != StateWaitingForStartup {
+				t.Errorf("state = %q, want %q", s, StateWaitingForStartup)
+			}
+
+			e.started.Store(true)
+			expectContinue(t, w, "started")
+			expectResult(t, e, testID, results.Success, "started")
+		})
+	}
+}
+
+func TestStartupDisabledOnceStarted(t *testing.T) {
+	e, w := newEnv(t, prober.Startup, v1.Probe{})
+	e.pods.set(runningPod(epoch))
+	e.started.Store(true)
+	expectContinue(t, w, "started")
+	if n := e.prober.count(); n != 0 {
+		t.Fatalf("startup probed %d times after started", n)
+	}
+	expectResult(t, e, testID, results.Unknown, "started")
+	if s := w.Snapshot().State; s != StateOnHold {
+		t.Errorf("state = %q, want %q", s, StateOnHold)
+	}
+}
+
+// Without Config.Started the kubelet's containerStatuses[].started decides.
+func TestStartedDefaultsToContainerStatus(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{}, func(c *Config) { c.Started = nil })
+	pod := runningPod(epoch)
+	e.pods.set(pod)
+	expectContinue(t, w, "started unset")
+	if e.prober.count() != 0 {
+		t.Fatal("probed with started unset")
+	}
+	yes := true
+	pod = pod.DeepCopy()
+	pod.Status.ContainerStatuses[0].Started = &yes
+	e.pods.set(pod)
+	expectContinue(t, w, "started")
+	if e.prober.count() != 1 {
+		t.Fatal("not probed once started")
+	}
+}
+
+func TestInitialResultSeedsFirstInstanceOnly(t *testing.T) {
+	var asked []string
+	seed := func(id string) (results.Result, bool) {
+		asked = append(asked, id)
+		return results.Success, true
+	}
+	e, w := newEnv(t, prober.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) { c.InitialResult = seed })
+	pod := runningPod(epoch)
+	e.pods.set(pod)
+
+	expectContinue(t, w, "first instance")
+	expectResult(t, e, testID, results.Success, "seeded first instance")
+
+	e.pods.set(withID(pod, newID))
+	expectContinue(t, w, "second instance")
+	expectResult(t, e, newID, results.Failure, "second instance gets the initial value")
+	if len(asked) != 1 || asked[0] != testID {
+		t.Errorf("InitialResult asked for %q, want only %q", asked, testID)
+	}
+}
+
+func TestInitialResultWithoutSeed(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) {
+		c.InitialResult = func(string) (results.Result, bool) { return results.Success, false }
+	})
+	e.pods.set(runningPod(epoch))
+	expectContinue(t, w, "no seed")
+	expectResult(t, e, testID, results.Failure, "no seed")
+}
+
+func TestProberErrorDiscardsResult(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 1})
+	e.pods.set(runningPod(epoch))
+	e.prober.mu.Lock()
+	e.prober.result, e.prober.err = results.Failure, errors.New("exec: no such container")
+	e.prober.mu.Unlock()
+
+	expectContinue(t, w, "errored probe")
+	expectResult(t, e, testID, results.Failure, "initial value kept")
+	if w.counted || w.resultRun != 0 {
+		t.Errorf("an errored probe was counted: resultRun = %d", w.resultRun)
+	}
+	if n := testutil.CollectAndCount(e.metrics.probeTotal); n != 0 {
+		t.Errorf("errored probe counted in prober_probe_total (%d series)", n)
+	}
+	h := w.Snapshot().History
+	if len(h) != 1 || h[0].Result != "error" || h[0].Error != "exec: no such container" {
+		t.Errorf("history = %+v", h)
+	}
+}
+
+func TestPanicIsRecoveredAndCounted(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e.pods.set(runningPod(epoch))
+	expectContinue(t, w, "healthy probe")
+	expectResult(t, e, testID, results.Success, "healthy probe")
+
+	e.prober.mu.Lock()
+	e.prober.panicWith = "intentional probe crash"
+	e.prober.mu.Unlock()
+	expectContinue(t, w, "crashing probe")
+	expectResult(t, e, testID, results.Success, "crashing probe leaves the result")
+
+	// A panic outside the prober is caught too.
+	e.pods.hook = func() { panic("cache crash") }
+	expectContinue(t, w, "crashing pod source")
+
+	if got := testutil.ToFloat64(e.metrics.panics.WithLabelValues("Readiness")); got != 2 {
+		t.Errorf("probed_probe_panics_total = %v, want 2", got)
+	}
+	h := w.Snapshot().History
+	if last := h[len(h)-1]; last.Result != "error" || last.Error != "panic: cache crash" {
+		t.Errorf("last history entry = %+v", last)
+	}
+}
+
+func TestKillAtLivenessThreshold(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 2})
+	pod := runningPod(epoch)
+	grace := int64(45)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	e.pods.set(pod)
+	e.prober.set(results.Failure)
+
+	expectContinue(t, w, "failure 1")
+	if len(e.killer.calls()) != 0 {
+		t.Fatal("killed below threshold")
+	}
+	expectContinue(t, w, "failure 2")
+	expectContinue(t, w, "on hold")
+	kills := e.killer.calls()
+	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Liveness, 45 * time.Second}) {
+		t.Fatalf("kills = %+v", kills)
+	}
+	if got := testutil.ToFloat64(e.metrics.kills.WithLabelValues("Liveness", KillOutcomeSuccess)); got != 1 {
+		t.Errorf("kills{outcome=success} = %v, want 1", got)
+	}
+}
+
+func TestKillErrorIsRetriedWhileRunning(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	pod := runningPod(epoch)
+	e.pods.set(pod)
+	e.prober.set(results.Failure)
+	e.killer.err = errors.New("runtime unavailable")
+
+	expectContinue(t, w, "failure at threshold")
+	expectContinue(t, w, "retry while running")
+	if n := len(e.killer.calls()); n != 2 {
+		t.Fatalf("kill attempts = %d, want 2", n)
+	}
+	if got := testutil.ToFloat64(e.metrics.kills.WithLabelValues("Liveness", KillOutcomeError)); got != 2 {
+		t.Errorf("kills{outcome=error} = %v, want 2", got)
+	}
+
+	e.killer.mu.Lock()
+	e.killer.err = nil
+	e.killer.mu.Unlock()
+	expectContinue(t, w, "retry succeeds")
+	expectContinue(t, w, "nothing left to do")
+	if n := len(e.killer.calls()); n != 3 {
+		t.Fatalf("kill attempts = %d, want 3", n)
+	}
+
+	// A container that is no longer running is not killed again.
+	e.killer.err = errors.New("still failing")
+	expectContinue(t, w, "kill fails again") // not called: killPending is false
+	stopped := pod.DeepCopy()
+	stopped.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137}}
+	w.killPending = true
+	e.pods.set(stopped)
+	expectContinue(t, w, "terminated")
+	if n := len(e.killer.calls()); n != 3 {
+		t.Errorf("kill attempts = %d, want 3", n)
+	}
+	if e.prober.count() != 1 {
+		t.Errorf("probed %d times on hold", e.prober.count())
+	}
+}
+
+func TestNilKiller(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1}, func(c *Config) { c.Killer = nil })
+	e.pods.set(runningPod(epoch))
+	e.prober.set(results.Failure)
+	expectContinue(t, w, "failure without killer")
+	expectResult(t, e, testID, results.Failure, "failure without killer")
+	if !w.onHold {
+		t.Error("not on hold")
+	}
+}
+
+func TestNewPanicsWithoutRequiredFields(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New accepted an empty Config")
+		}
+	}()
+	New(Config{})
+}
+
+func TestDefaults(t *testing.T) {
+	w := New(Config{Spec: defaulted(v1.Probe{}), Prober: newFakeProber(epochClock{}), Pods: &fakePods{}, Results: results.NewManager()})
+	if w.clock == nil || w.cfg.Rand == nil {
+		t.Fatal("defaults not filled in")
+	}
+	if r := w.cfg.Rand(); r < 0 || r >= 1 {
+		t.Errorf("Rand() = %v", r)
+	}
+	if w.Snapshot().State != StateContainerNotRunning {
+		t.Errorf("initial state = %q", w.Snapshot().State)
+	}
+}
+
+type epochClock struct{}
+
+func (epochClock) Now() time.Time                  { return epoch }
+func (epochClock) Since(t time.Time) time.Duration { return epoch.Sub(t) }

@@ -1,0 +1,110 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/prober"
+)
+
+// defaultGracePeriod applies when neither the pod nor the probe sets one.
+const defaultGracePeriod = 30 * time.Second
+
+// GracePeriod is how long a container failing its liveness or startup probe
+// gets between the stop signal and SIGKILL: the first that is set of the
+// pod's deletionGracePeriodSeconds, the probe's
+// terminationGracePeriodSeconds, the pod's terminationGracePeriodSeconds,
+// else 30s (contract §3).
+func GracePeriod(pod *v1.Pod, spec *v1.Probe) time.Duration {
+	switch {
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		return seconds(*pod.DeletionGracePeriodSeconds)
+	case spec != nil && spec.TerminationGracePeriodSeconds != nil:
+		return seconds(*spec.TerminationGracePeriodSeconds)
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		return seconds(*pod.Spec.TerminationGracePeriodSeconds)
+	}
+	return defaultGracePeriod
+}
+
+func seconds(s int64) time.Duration {
+	if s < 0 {
+		s = 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+// Stopper stops a container through the runtime; cri.Runtime satisfies it.
+type Stopper interface {
+	StopContainer(ctx context.Context, containerID string, grace time.Duration) error
+}
+
+// RuntimeKiller is the Killer probed uses: a Normal "Killing" event with the
+// kubelet's text, then a runtime stop with GracePeriod. The kubelet restarts
+// the container afterwards according to restartPolicy.
+type RuntimeKiller struct {
+	// Runtime stops the container. Container IDs are passed through as-is
+	// ("containerd://<id>").
+	Runtime Stopper
+	// Recorder receives the Killing event; nil emits none.
+	Recorder Recorder
+	// EventOnly emits the event but stops nothing.
+	EventOnly bool
+}
+
+var _ Killer = (*RuntimeKiller)(nil)
+
+// Kill implements Killer.
+func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
+	if k.Recorder != nil {
+		k.Recorder.Event(pod, container.Name, v1.EventTypeNormal, "Killing", KillMessage(pod, container.Name, probeType))
+	}
+	if k.EventOnly {
+		return nil
+	}
+	if k.Runtime == nil {
+		return fmt.Errorf("no runtime to stop container %q", containerID)
+	}
+	grace := GracePeriod(pod, spec)
+	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
+		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
+	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// KillMessage is the kubelet's Killing event text (kuberuntime
+// computePodActions / computeInitContainerActions):
+//   - "Container <c> failed liveness probe, will be restarted" (or startup);
+//   - without ", will be restarted" when the pod's restartPolicy is Never;
+//   - "Init container <c> failed liveness probe" for a restartable init
+//     container (sidecar), which the kubelet words this way.
+func KillMessage(pod *v1.Pod, containerName string, probeType prober.ProbeType) string {
+	what := strings.ToLower(probeType.String())
+	if pod != nil && isRestartableInit(pod, containerName) {
+		return fmt.Sprintf("Init container %s failed %s probe", containerName, what)
+	}
+	msg := fmt.Sprintf("Container %s failed %s probe", containerName, what)
+	if pod == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+		msg += ", will be restarted"
+	}
+	return msg
+}
+
+// isRestartableInit reports whether the named container is an init container
+// with restartPolicy Always (a sidecar); the kubelet always restarts those.
+func isRestartableInit(pod *v1.Pod, name string) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}

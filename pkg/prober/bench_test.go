@@ -1,0 +1,76 @@
+package prober
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/probed-dev/probed/pkg/results"
+)
+
+func benchProbe(b *testing.B, spec *v1.Probe) {
+	b.Helper()
+	p := New(nil, Options{})
+	target := Target{PodIP: "127.0.0.1"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, out, err := p.Probe(ctx, Readiness, spec, target, nil)
+		if res != results.Success || err != nil {
+			b.Fatalf("Probe = %v, %q, %v", res, out, err)
+		}
+	}
+}
+
+func BenchmarkHTTPProbe(b *testing.B) {
+	_, _, port := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	benchProbe(b, httpSpec("/healthz", port))
+}
+
+func BenchmarkTCPProbe(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	b.Cleanup(func() { _ = l.Close(); <-done })
+	_, port := hostPort(b, l.Addr().String())
+	benchProbe(b, &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
+		TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}})
+}
+
+func BenchmarkGRPCProbe(b *testing.B) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := grpc.NewServer()
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(s, hs)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	b.Cleanup(func() { hs.Shutdown(); s.Stop(); <-done })
+	_, port := hostPort(b, l.Addr().String())
+	benchProbe(b, &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
+		GRPC: &v1.GRPCAction{Port: int32(port)}}})
+}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package prober
+
+import "syscall"
+
+// lingerControl is a no-op where SO_LINGER cannot be set through syscall.
+func lingerControl(_, _ string, _ syscall.RawConn) error { return nil }

@@ -1,0 +1,180 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/results"
+)
+
+// maxProbeRetries is how many times one probe runs when its handler errors
+// (the kubelet's maxProbeRetries). A Failure is an answer and is not retried.
+const maxProbeRetries = 3
+
+// defaultTimeout applies when a spec reaches us without API defaulting.
+const defaultTimeout = time.Second
+
+// errNoHandler is returned for a probe with none of exec, httpGet, tcpSocket or grpc.
+var errNoHandler = errors.New("missing probe handler")
+
+// Prober runs single probes. It is safe for concurrent use by many workers;
+// everything it holds (transport, dialers, options) is shared and immutable.
+type Prober struct {
+	runner    CommandRunner
+	userAgent string
+	http      *httpProber
+	tcp       *tcpProber
+	grpc      *grpcProber
+}
+
+// New returns a Prober. runner carries out exec probes; it may be nil when
+// no exec probe will run, in which case exec probes error.
+func New(runner CommandRunner, opts Options) *Prober {
+	ua := opts.userAgent()
+	return &Prober{
+		runner:    runner,
+		userAgent: ua,
+		http:      newHTTPProber(),
+		tcp:       newTCPProber(),
+		grpc:      newGRPCProber(ua),
+	}
+}
+
+// Probe runs spec once against target and maps the outcome the way the
+// kubelet's prober does, emitting the kubelet's events to events (which may
+// be nil):
+//
+//   - the handler errored (after up to 3 tries): Failure and the error, with an
+//     Unhealthy event "<Type> probe errored and resulted in <result> state: <err>";
+//   - Success: Success, no event;
+//   - Warning: Success, with a ProbeWarning event "<Type> probe warning: <output>";
+//   - Failure: Failure, with an Unhealthy event "<Type> probe failed: <output>";
+//   - Unknown without an error: Failure, no event.
+//
+// A nil spec means there is no probe, which the kubelet counts as Success.
+// If ctx ends during the probe the caller is going away: Probe then returns
+// Failure and ctx's error and emits nothing, since the container is not at fault.
+func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
+	if spec == nil {
+		return results.Success, "", nil
+	}
+	result, output, err := p.runWithRetries(ctx, spec, target)
+	if ctx.Err() != nil {
+		return results.Failure, output, ctx.Err()
+	}
+	return judge(probeType, result, output, err, target.ContainerID, events)
+}
+
+// judge maps a handler outcome to a container result and its event, as the
+// kubelet's prober.probe does.
+func judge(probeType ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
+	if err != nil {
+		klog.V(1).InfoS("Probe errored", "probeType", probeType, "containerID", containerID, "result", result, "err", err)
+		emit(events, v1.EventTypeWarning, ReasonUnhealthy,
+			fmt.Sprintf("%s probe errored and resulted in %s state: %s", probeType, result, err))
+		return results.Failure, output, err
+	}
+	switch result {
+	case Success:
+		if v := klog.V(3); v.Enabled() {
+			v.InfoS("Probe succeeded", "probeType", probeType, "containerID", containerID)
+		}
+		return results.Success, output, nil
+	case Warning:
+		klog.V(3).InfoS("Probe succeeded with a warning", "probeType", probeType, "containerID", containerID, "output", output)
+		emit(events, v1.EventTypeWarning, ReasonProbeWarning, fmt.Sprintf("%s probe warning: %s", probeType, output))
+		return results.Success, output, nil
+	case Failure:
+		klog.V(1).InfoS("Probe failed", "probeType", probeType, "containerID", containerID, "output", output)
+		emit(events, v1.EventTypeWarning, ReasonUnhealthy, fmt.Sprintf("%s probe failed: %s", probeType, output))
+		return results.Failure, output, nil
+	default:
+		klog.V(1).InfoS("Probe unknown without error", "probeType", probeType, "containerID", containerID, "result", result)
+		return results.Failure, output, nil
+	}
+}
+
+// runWithRetries runs the handler until it returns without an error, at
+// most maxProbeRetries times, and returns the last attempt.
+func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Target) (Result, string, error) {
+	var (
+		result Result
+		output string
+		err    error
+	)
+	for range maxProbeRetries {
+		result, output, err = p.runOnce(ctx, spec, target)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return result, output, err
+}
+
+// runOnce picks the handler, in the kubelet's order when several are set.
+func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Result, string, error) {
+	timeout := time.Duration(spec.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	switch h := spec.ProbeHandler; {
+	case h.Exec != nil:
+		if v := klog.V(4); v.Enabled() {
+			v.InfoS("Exec probe", "containerID", target.ContainerID, "command", h.Exec.Command, "timeout", timeout)
+		}
+		return execProbe(ctx, p.runner, h.Exec, target, timeout)
+
+	case h.HTTPGet != nil:
+		req, err := newHTTPRequest(ctx, h.HTTPGet, target, p.userAgent)
+		if err != nil {
+			klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
+			return Unknown, "", err
+		}
+		if v := klog.V(4); v.Enabled() {
+			v.InfoS("HTTP probe", "url", req.URL, "headers", h.HTTPGet.HTTPHeaders, "timeout", timeout)
+		}
+		return p.http.probe(req, timeout)
+
+	case h.TCPSocket != nil:
+		port, err := resolvePort(h.TCPSocket.Port, target.Ports)
+		if err != nil {
+			klog.V(4).InfoS("TCP probe port could not be resolved", "err", err)
+			return Unknown, "", err
+		}
+		host := h.TCPSocket.Host
+		if host == "" {
+			host = target.PodIP
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		if v := klog.V(4); v.Enabled() {
+			v.InfoS("TCP probe", "addr", addr, "timeout", timeout)
+		}
+		return p.tcp.probe(ctx, addr, timeout)
+
+	case h.GRPC != nil:
+		service := ""
+		if h.GRPC.Service != nil {
+			service = *h.GRPC.Service
+		}
+		// gRPC probes have no host field: always the pod IP.
+		if v := klog.V(4); v.Enabled() {
+			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout)
+		}
+		return p.grpc.probe(ctx, target.PodIP, service, int(h.GRPC.Port), timeout)
+	}
+	return Unknown, "", errNoHandler
+}
+
+// emit sends an event if there is a sink.
+func emit(events EventSink, eventType, reason, message string) {
+	if events != nil {
+		events.Event(eventType, reason, message)
+	}
+}

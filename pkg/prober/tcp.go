@@ -1,0 +1,33 @@
+package prober
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// tcpProber checks that a TCP connection can be opened, then closes it.
+type tcpProber struct {
+	dialer *net.Dialer
+}
+
+func newTCPProber() *tcpProber {
+	return &tcpProber{dialer: newProbeDialer()}
+}
+
+// probe dials addr within timeout. A failed dial, timeout included, is a
+// Failure whose output is the dial error text; it is never an error.
+func (p *tcpProber) probe(ctx context.Context, addr string, timeout time.Duration) (Result, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := p.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return Failure, err.Error(), nil
+	}
+	if err := conn.Close(); err != nil {
+		klog.V(4).InfoS("Closing TCP probe socket failed", "addr", addr, "err", err)
+	}
+	return Success, "", nil
+}

@@ -1,3 +1,42 @@
+// Command probed is a node-side Kubernetes probing daemon: it runs the
+// liveness, readiness and startup probes declared on its node's pods and
+// writes their results back to the API server.
 package main
 
-func main() {}
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/version"
+)
+
+func main() {
+	o := &options{}
+	fs := flag.NewFlagSet("probed", flag.ExitOnError)
+	klog.InitFlags(fs)
+	o.addFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	_ = fs.Parse(os.Args[1:])
+	if *showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "probed: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "probed failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}

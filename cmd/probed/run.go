@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/status"
+	"github.com/probed-dev/probed/pkg/version"
+	"github.com/probed-dev/probed/pkg/worker"
+)
+
+// run wires probed's parts together and blocks until ctx ends. It holds no
+// logic of its own.
+func run(ctx context.Context, o *options) error {
+	klog.InfoS("Starting probed", "version", version.Version, "node", o.NodeName, "statusMode", o.StatusMode,
+		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction)
+	start := time.Now()
+	cfg, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the API client: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	runtime, err := newRuntime(ctx, o, reg)
+	if err != nil {
+		return err
+	}
+	defer runtime.Close()
+
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(lo *metav1ListOptions) {
+			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
+		}))
+	podInformer := factory.Core().V1().Pods().Informer()
+
+	var recorder worker.Recorder
+	var killer worker.Killer
+	if !o.DryRun {
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartStructuredLogging(3)
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
+		killer = &worker.RuntimeKiller{Runtime: runtime, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
+	}
+
+	var metricOpts []worker.MetricsOption
+	if !o.MetricsPodUIDLabel {
+		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
+	}
+	source, err := manager.ParseProbeSource(o.ProbeSource)
+	if err != nil {
+		return err
+	}
+	// The status writer and the manager read pods from the same cache.
+	var mgr *manager.Manager
+	writer, err := status.NewWriter(status.Options{
+		Client:  client,
+		Pods:    podGetterFunc(func(uid typesUID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
+		Mode:    status.Mode(o.StatusMode),
+		DryRun:  o.DryRun,
+		Resync:  o.StatusResync,
+		Metrics: status.NewMetrics(reg),
+	})
+	if err != nil {
+		return err
+	}
+	mgr, err = manager.New(manager.Options{
+		Informer:    podInformer,
+		Source:      source,
+		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent}),
+		Killer:      killer,
+		Recorder:    recorder,
+		Status:      writer,
+		Metrics:     worker.NewMetrics(reg, metricOpts...),
+		Clock:       clock.RealClock{},
+		DaemonStart: start,
+	})
+	if err != nil {
+		return err
+	}
+
+	// Shutdown order: stop the workers first, then let the writer flush what
+	// they last decided; nothing is flipped on the way out.
+	mgrCtx, stopManager := context.WithCancel(context.Background())
+	writerCtx, stopWriter := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	factory.Start(mgrCtx.Done())
+	wg.Add(2)
+	go func() { defer wg.Done(); writer.Run(writerCtx) }()
+	managerDone := make(chan struct{})
+	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()
+
+	serveErr := make(chan error, 1)
+	go func() {
+		serveErr <- endpoints.Serve(ctx, endpoints.Options{
+			Addr:     o.MetricsAddr,
+			Gatherer: reg,
+			Ready: []endpoints.Check{
+				{Name: "informer-synced", Fn: func(context.Context) error {
+					if !podInformer.HasSynced() {
+						return errors.New("pod informer has not synced")
+					}
+					return nil
+				}},
+				{Name: "runtime", Fn: runtime.Ready},
+			},
+			Probes: func() any { return mgr.Snapshots() },
+		})
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		klog.InfoS("Shutting down")
+	case runErr = <-serveErr:
+		if runErr == nil {
+			runErr = errors.New("endpoints server stopped")
+		}
+	}
+	stopManager()
+	<-managerDone
+	stopWriter()
+	wg.Wait()
+	factory.Shutdown()
+	return runErr
+}
+
+func restConfig(o *options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the API client config: %w", err)
+	}
+	cfg.QPS = float32(o.KubeAPIQPS)
+	cfg.Burst = o.KubeAPIBurst
+	cfg.UserAgent = "probed/" + version.Version
+	return cfg, nil
+}
+
+// newRuntime connects to the container runtime behind the exec cap. A runtime
+// that cannot be told apart at start falls back to the native client, which
+// connects lazily; /readyz reports it until it answers.
+func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
+	if o.RuntimeType == cri.TypeNone {
+		klog.InfoS("No container runtime: exec probes and container stops are refused")
+		return cri.NewLimited(cri.None(), o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+	}
+	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: o.RuntimeType}
+	rt, err := cri.New(ctx, opts)
+	if err != nil && o.RuntimeType == cri.TypeAuto {
+		klog.ErrorS(err, "Could not detect the runtime; using the containerd client until it answers", "endpoint", o.RuntimeEndpoint)
+		opts.Type = cri.TypeNative
+		rt, err = cri.New(ctx, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("container runtime: %w", err)
+	}
+	return cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+}

@@ -1,0 +1,147 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// criSlack is how much longer than the CRI timeout a call may take, so the
+// runtime can kill and clean up before we give up on the call. It also bounds
+// the wait when a runtime hangs on a child that holds the exec's output open
+// (containerd 1.6 does).
+const criSlack = 2 * time.Second
+
+// CRI is the Runtime on the CRI RuntimeService (k8s.io/cri-api v1), the
+// kubelet's own path. It works with any CRI runtime, CRI-O included.
+//
+// What the runtime does on timeout is up to it: containerd (1.6, measured)
+// kills the command itself, not its children, which then keep ExecSync from
+// returning while they hold its output; the call then ends at our own
+// deadline, the CRI timeout plus 2s. Timeouts are whole seconds in CRI, so a
+// sub-second remainder is rounded up. Output is buffered
+// by the runtime (containerd keeps up to 16 MiB per stream and refuses to send
+// more than 16 MiB in all) and cut to 10 KiB here.
+type CRI struct {
+	conn *grpc.ClientConn
+	rs   runtimeapi.RuntimeServiceClient
+}
+
+var _ Runtime = (*CRI)(nil)
+
+func newCRI(conn *grpc.ClientConn) *CRI {
+	return &CRI{conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn)}
+}
+
+// Name is the runtime label in metrics.
+func (r *CRI) Name() string { return TypeCRI }
+
+// Close closes the connection. Calls in flight fail.
+func (r *CRI) Close() error { return r.conn.Close() }
+
+// Ready asks the runtime for its status and wants RuntimeReady; NetworkReady
+// is not needed to exec into or stop a container.
+func (r *CRI) Ready(ctx context.Context) error {
+	resp, err := r.rs.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("CRI runtime not ready: %w", err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.GetType() == runtimeapi.RuntimeReady {
+			if !c.GetStatus() {
+				return fmt.Errorf("CRI runtime not ready: %s: %s", c.GetReason(), c.GetMessage())
+			}
+			return nil
+		}
+	}
+	return errors.New("CRI runtime not ready: no RuntimeReady condition")
+}
+
+// ExecInContainer runs cmd through CRI ExecSync. timeout <= 0 means none.
+func (r *CRI) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
+	id, err := ParseContainerID(containerID)
+	if err != nil {
+		return nil, -1, err
+	}
+	if len(cmd) == 0 {
+		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ErrEmptyCommand)
+	}
+	req := &runtimeapi.ExecSyncRequest{ContainerId: id.ID, Cmd: cmd, Timeout: ceilSeconds(timeout)}
+	var budget time.Duration
+	if timeout > 0 {
+		budget = time.Duration(req.Timeout)*time.Second + criSlack
+	}
+	callCtx, cancel := withOptionalTimeout(ctx, budget)
+	defer cancel()
+	start := time.Now()
+	resp, err := r.rs.ExecSync(callCtx, req)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ctx.Err())
+		// An error once the timeout has passed is the timeout, whatever its code:
+		// containerd reports it as Unknown "timeout ... exceeded".
+		case timeout > 0 && (status.Code(err) == codes.DeadlineExceeded || time.Since(start) >= timeout):
+			return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout}
+		}
+		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, r.classify(ctx, id.ID, err))
+	}
+	return combineOutput(resp.GetStdout(), resp.GetStderr()), int(resp.GetExitCode()), nil
+}
+
+// StopContainer calls CRI StopContainer; the runtime sends the stop signal,
+// waits the grace period (whole seconds, rounded up) and kills. A stopped
+// container is no error there either.
+func (r *CRI) StopContainer(ctx context.Context, containerID string, grace time.Duration) error {
+	id, err := ParseContainerID(containerID)
+	if err != nil {
+		return err
+	}
+	secs := ceilSeconds(grace)
+	// The kubelet gives the runtime the grace period plus its 2 minute request timeout.
+	callCtx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+killWaitTimeout)
+	defer cancel()
+	if _, err := r.rs.StopContainer(callCtx, &runtimeapi.StopContainerRequest{ContainerId: id.ID, Timeout: secs}); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("stop container %s: %w", containerID, ctx.Err())
+		}
+		return fmt.Errorf("stop container %s: %w", containerID, r.classify(ctx, id.ID, err))
+	}
+	return nil
+}
+
+// classify asks for the container's status to tell "not found" and "not
+// running" apart from other failures; runtimes word those errors differently.
+func (r *CRI) classify(ctx context.Context, id string, err error) error {
+	switch status.Code(err) {
+	case codes.NotFound:
+		return fmt.Errorf("%w (%v)", ErrContainerNotFound, err)
+	case codes.ResourceExhausted:
+		return fmt.Errorf("output too large for the runtime's response size limit: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, serr := r.rs.ContainerStatus(sctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	switch {
+	case status.Code(serr) == codes.NotFound:
+		return fmt.Errorf("%w (%v)", ErrContainerNotFound, err)
+	case serr == nil && resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return fmt.Errorf("%w: state %s (%v)", ErrContainerNotRunning, resp.GetStatus().GetState(), err)
+	}
+	return err
+}
+
+// ceilSeconds converts to CRI's whole seconds, rounding up so that a positive
+// timeout never becomes 0, which CRI reads as "no timeout".
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}

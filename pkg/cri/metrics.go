@@ -1,0 +1,117 @@
+package cri
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Exec outcomes, the `outcome` label of probed_runtime_exec_total.
+const (
+	OutcomeSuccess     = "success"      // exit code 0
+	OutcomeNonzeroExit = "nonzero_exit" // ran, exit code != 0
+	OutcomeTimeout     = "timeout"      // timed out, queued or running
+	OutcomeError       = "error"        // could not run: no container, runtime down, ...
+)
+
+// Metrics are the runtime client's Prometheus metrics. A nil *Metrics records nothing.
+//
+//	probed_runtime_exec_total{runtime,outcome}       counter: exec calls by outcome
+//	probed_runtime_exec_duration_seconds{runtime}    histogram: exec time in the runtime, queueing excluded
+//	probed_runtime_exec_queue_wait_seconds           histogram: time waiting for an exec slot
+//	probed_runtime_exec_in_flight                    gauge: execs running in the runtime now
+//	probed_runtime_stops_total{runtime,outcome}      counter: container stops, outcome success or error
+//	probed_runtime_stop_duration_seconds             histogram: time to stop a container, grace included
+type Metrics struct {
+	execTotal    *prometheus.CounterVec
+	execDuration *prometheus.HistogramVec
+	queueWait    prometheus.Histogram
+	inFlight     prometheus.Gauge
+	stopsTotal   *prometheus.CounterVec
+	stopDuration prometheus.Histogram
+}
+
+// NewMetrics creates the metrics and registers them with reg (if not nil).
+// It panics if they are already registered there, like MustRegister.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		execTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probed_runtime_exec_total",
+			Help: "Exec calls into the container runtime, by runtime and outcome (success, nonzero_exit, timeout, error).",
+		}, []string{"runtime", "outcome"}),
+		execDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "probed_runtime_exec_duration_seconds",
+			Help:    "Time an exec spent in the container runtime, excluding the wait for an exec slot.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5ms .. 41s
+		}, []string{"runtime"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probed_runtime_exec_queue_wait_seconds",
+			Help:    "Time an exec waited for one of the node's exec slots.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9), // 1ms .. 65s
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "probed_runtime_exec_in_flight",
+			Help: "Execs running in the container runtime now.",
+		}),
+		stopsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probed_runtime_stops_total",
+			Help: "Container stops through the runtime, by runtime and outcome (success, error).",
+		}, []string{"runtime", "outcome"}),
+		stopDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "probed_runtime_stop_duration_seconds",
+			Help:    "Time to stop a container, grace period included.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50ms .. 102s
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.stopsTotal, m.stopDuration)
+	}
+	return m
+}
+
+func (m *Metrics) observeQueueWait(d time.Duration) {
+	if m != nil {
+		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) addInFlight(delta float64) {
+	if m != nil {
+		m.inFlight.Add(delta)
+	}
+}
+
+func (m *Metrics) observeExec(runtime, outcome string, d time.Duration, ran bool) {
+	if m == nil {
+		return
+	}
+	m.execTotal.WithLabelValues(runtime, outcome).Inc()
+	if ran {
+		m.execDuration.WithLabelValues(runtime).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeStop(runtime string, err error, d time.Duration) {
+	if m == nil {
+		return
+	}
+	outcome := OutcomeSuccess
+	if err != nil {
+		outcome = OutcomeError
+	}
+	m.stopsTotal.WithLabelValues(runtime, outcome).Inc()
+	m.stopDuration.Observe(d.Seconds())
+}
+
+// execOutcome maps an exec result to its outcome label.
+func execOutcome(exitCode int, err error) string {
+	switch {
+	case err == nil && exitCode == 0:
+		return OutcomeSuccess
+	case err == nil:
+		return OutcomeNonzeroExit
+	case IsTimeout(err):
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}

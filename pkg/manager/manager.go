@@ -1,0 +1,250 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/results"
+	"github.com/probed-dev/probed/pkg/status"
+	"github.com/probed-dev/probed/pkg/worker"
+)
+
+// StatusSink receives each pod's desired probe status. pkg/status's Writer is one.
+type StatusSink interface {
+	Set(key status.PodKey, desired status.PodState)
+	Forget(uid types.UID)
+}
+
+// Options configures a Manager. Informer, Prober and Status are required.
+type Options struct {
+	// Informer watches this node's pods. The Manager adds a UID index and its
+	// event handlers; it must not have started yet.
+	Informer cache.SharedIndexInformer
+	Source   ProbeSource
+	Prober   worker.Prober
+	// Killer acts on liveness and startup failures; nil takes no action (dry run).
+	Killer worker.Killer
+	// Recorder emits events; nil emits none (dry run).
+	Recorder worker.Recorder
+	Status   StatusSink
+	Metrics  *worker.Metrics
+	Clock    clock.WithTicker
+	// DaemonStart spreads the first probes after a restart of probed.
+	DaemonStart time.Time
+	// GCPeriod is how often workers of pods gone from the cache are swept.
+	GCPeriod time.Duration
+}
+
+// Manager is the only owner of the worker map: one worker per (pod UID,
+// container, probe type) declared on this node's pods. It starts workers when
+// pods appear, restarts only the workers whose probe changed when the
+// annotation is edited, and stops them when pods go.
+type Manager struct {
+	opts    Options
+	indexer cache.Indexer
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	liveness, readiness, startup results.Manager
+
+	mu   sync.Mutex
+	pods map[types.UID]*podEntry
+	// byKey maps namespace/name to the UIDs tracked under it (normally one).
+	byKey map[string]map[types.UID]struct{}
+}
+
+const uidIndex = "uid"
+
+type probeKey struct {
+	container string
+	probeType prober.ProbeType
+}
+
+type podEntry struct {
+	key      status.PodKey
+	workers  map[probeKey]*worker.Worker
+	specs    map[probeKey]DeclaredProbe
+	order    []string // containers with any probe, in pod spec order
+	invalid  map[probeKey]string
+	problems string // the problem set last reported, so events are not repeated
+	seeds    map[string]status.Seed
+}
+
+// New wires a Manager to its informer. Call Run to start it.
+func New(o Options) (*Manager, error) {
+	if o.Informer == nil || o.Prober == nil || o.Status == nil {
+		return nil, fmt.Errorf("manager: Informer, Prober and Status are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.DaemonStart.IsZero() {
+		o.DaemonStart = o.Clock.Now()
+	}
+	if o.GCPeriod <= 0 {
+		o.GCPeriod = time.Minute
+	}
+	if o.Source == "" {
+		o.Source = ProbeSourceAnnotation
+	}
+	err := o.Informer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+		if p, ok := obj.(*v1.Pod); ok {
+			return []string{string(p.UID)}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("manager: adding the pod UID index: %w", err)
+	}
+	m := &Manager{
+		opts:    o,
+		indexer: o.Informer.GetIndexer(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "probed_pods"}),
+		liveness:  results.NewManager(),
+		readiness: results.NewManager(),
+		startup:   results.NewManager(),
+		pods:      map[types.UID]*podEntry{},
+		byKey:     map[string]map[types.UID]struct{}{},
+	}
+	_, err = o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.enqueue,
+		UpdateFunc: func(_, obj any) { m.enqueue(obj) },
+		DeleteFunc: m.enqueue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: adding event handlers: %w", err)
+	}
+	return m, nil
+}
+
+func (m *Manager) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	m.queue.Add(key)
+}
+
+// Pod returns the latest cached pod with this UID; workers read it on every probe.
+func (m *Manager) Pod(uid types.UID) (*v1.Pod, bool) {
+	objs, err := m.indexer.ByIndex(uidIndex, string(uid))
+	if err != nil || len(objs) == 0 {
+		return nil, false
+	}
+	p, ok := objs[0].(*v1.Pod)
+	return p, ok
+}
+
+// Run syncs pods until ctx is done, then stops every worker and waits for
+// them to exit. It expects the informer to be running.
+func (m *Manager) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	go func() {
+		<-ctx.Done()
+		m.queue.ShutDown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), m.opts.Informer.HasSynced) {
+		m.stopAll()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); m.watchResults(ctx) }()
+	go func() { defer wg.Done(); m.gcLoop(ctx) }()
+	for m.processNext(ctx) {
+	}
+	wg.Wait()
+	m.stopAll()
+}
+
+func (m *Manager) processNext(ctx context.Context) bool {
+	key, quit := m.queue.Get()
+	if quit {
+		return false
+	}
+	defer m.queue.Done(key)
+	if err := m.sync(ctx, key); err != nil {
+		klog.ErrorS(err, "Syncing pod probes", "pod", key)
+		m.queue.AddRateLimited(key)
+		return true
+	}
+	m.queue.Forget(key)
+	return true
+}
+
+// stopAll stops every worker and waits for them, so none outlives Run.
+func (m *Manager) stopAll() {
+	m.mu.Lock()
+	var all []*worker.Worker
+	for _, e := range m.pods {
+		for _, w := range e.workers {
+			w.Stop()
+			all = append(all, w)
+		}
+	}
+	m.mu.Unlock()
+	for _, w := range all {
+		<-w.Done()
+	}
+}
+
+// Snapshots describes every worker, for /debug/probes.
+func (m *Manager) Snapshots() []worker.Snapshot {
+	m.mu.Lock()
+	var out []worker.Snapshot
+	for _, e := range m.pods {
+		for _, w := range e.workers {
+			out = append(out, w.Snapshot())
+		}
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.PodNamespace != b.PodNamespace {
+			return a.PodNamespace < b.PodNamespace
+		}
+		if a.PodName != b.PodName {
+			return a.PodName < b.PodName
+		}
+		if a.Container != b.Container {
+			return a.Container < b.Container
+		}
+		return a.ProbeType < b.ProbeType
+	})
+	return out
+}
+
+// WorkerCount is the number of live workers.
+func (m *Manager) WorkerCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, e := range m.pods {
+		n += len(e.workers)
+	}
+	return n
+}
+
+func (m *Manager) resultsFor(t prober.ProbeType) results.Manager {
+	switch t {
+	case prober.Liveness:
+		return m.liveness
+	case prober.Readiness:
+		return m.readiness
+	}
+	return m.startup
+}

@@ -1,0 +1,143 @@
+package manager
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/results"
+	"github.com/probed-dev/probed/pkg/status"
+)
+
+// watchResults turns readiness and startup result changes into desired pod
+// status. The results caches coalesce, so a slow API server never blocks a worker.
+func (m *Manager) watchResults(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.readiness.Updates():
+			m.updatePods(m.readiness.Drain())
+		case <-m.startup.Updates():
+			updates := m.startup.Drain()
+			for _, u := range updates {
+				if u.Result == results.Success {
+					m.triggerReadiness(u)
+				}
+			}
+			m.updatePods(updates)
+		}
+	}
+}
+
+func (m *Manager) updatePods(updates []results.Update) {
+	seen := map[types.UID]bool{}
+	for _, u := range updates {
+		if !seen[u.PodUID] {
+			seen[u.PodUID] = true
+			m.updateStatus(u.PodUID)
+		}
+	}
+}
+
+// triggerReadiness runs a container's readiness probe at once when its startup
+// probe succeeds, as the kubelet does, so readiness does not wait a whole period.
+func (m *Manager) triggerReadiness(u results.Update) {
+	pod, ok := m.Pod(u.PodUID)
+	if !ok {
+		return
+	}
+	name := ""
+	for _, cs := range allStatuses(pod) {
+		if cs.ContainerID == u.ContainerID {
+			name = cs.Name
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.pods[u.PodUID]; e != nil {
+		if w := e.workers[probeKey{name, prober.Readiness}]; w != nil {
+			w.Trigger()
+		}
+	}
+}
+
+// updateStatus derives a pod's desired probe status and hands it to the
+// status writer. While a running container's probe has no result yet for the
+// current instance (a worker still waiting out its jitter), it writes
+// nothing, so a restart of probed never flips a condition.
+func (m *Manager) updateStatus(uid types.UID) {
+	pod, ok := m.Pod(uid)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	e := m.pods[uid]
+	if e == nil {
+		m.mu.Unlock()
+		return
+	}
+	inputs := make([]status.ContainerInput, 0, len(e.order))
+	pending := false
+	for _, name := range e.order {
+		cs := findStatus(pod, name)
+		in := status.ContainerInput{Name: name, Status: cs}
+		in.Readiness = m.probeInputLocked(e, name, prober.Readiness, cs, &pending)
+		in.Startup = m.probeInputLocked(e, name, prober.Startup, cs, &pending)
+		inputs = append(inputs, in)
+	}
+	key := e.key
+	m.mu.Unlock()
+	if pending {
+		return
+	}
+	m.opts.Status.Set(key, status.Derive(inputs))
+}
+
+func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType, cs *v1.ContainerStatus, pending *bool) *status.ProbeInput {
+	k := probeKey{name, t}
+	if msg, bad := e.invalid[k]; bad {
+		return &status.ProbeInput{Invalid: true, InvalidMessage: msg}
+	}
+	w := e.workers[k]
+	if w == nil {
+		return nil
+	}
+	in := &status.ProbeInput{}
+	if cs != nil && cs.ContainerID != "" {
+		in.Result, in.Known = m.resultsFor(t).Get(cs.ContainerID)
+	}
+	if cs != nil && cs.State.Running != nil && !in.Known {
+		*pending = true
+	}
+	if h := w.Snapshot().History; len(h) > 0 {
+		last := h[len(h)-1]
+		in.Output = last.Output
+		if last.Error != "" {
+			in.Output = last.Error
+		}
+	}
+	return in
+}
+
+func allStatuses(pod *v1.Pod) []v1.ContainerStatus {
+	out := make([]v1.ContainerStatus, 0, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
+	out = append(out, pod.Status.InitContainerStatuses...)
+	return append(out, pod.Status.ContainerStatuses...)
+}
+
+func findStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == name {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	for i := range pod.Status.InitContainerStatuses {
+		if pod.Status.InitContainerStatuses[i].Name == name {
+			return &pod.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}

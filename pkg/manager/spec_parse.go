@@ -1,0 +1,253 @@
+package manager
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/probed-dev/probed/pkg/prober"
+)
+
+// specAnnotationEntry is one annotation key's probes, by type. A nil or
+// missing probe is not declared.
+type specAnnotationEntry map[prober.ProbeType]*v1.Probe
+
+// specMaxDecodeErrors caps how many decode errors one whole-annotation
+// problem lists.
+const specMaxDecodeErrors = 8
+
+// specDecodeAnnotation decodes the annotation's value strictly, as the API
+// server decodes an object under fieldValidation=Strict: field names are
+// case-sensitive, and unknown or duplicate fields are errors. The value is
+// JSON, or else YAML.
+//
+// Any error makes the whole annotation unusable: it returns no entries and
+// one problem listing up to specMaxDecodeErrors errors with their paths. An
+// empty value (or null) declares nothing.
+func specDecodeAnnotation(raw string) (map[string]specAnnotationEntry, *ProbeProblem) {
+	data, err := specAnnotationJSON(raw)
+	if err != nil {
+		return nil, specWholeProblem([]string{specOneLine(err.Error())})
+	}
+	d := specDecoder{}
+	entries := d.decodeTop(data)
+	if len(d.errs) > 0 {
+		return nil, specWholeProblem(d.errs)
+	}
+	return entries, nil
+}
+
+// specAnnotationJSON returns the annotation's value as JSON: as is when it is
+// valid JSON, converted when it is YAML.
+func specAnnotationJSON(raw string) ([]byte, error) {
+	data := []byte(raw)
+	if json.Valid(data) {
+		return data, nil
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return []byte("null"), nil
+	}
+	converted, yerr := yaml.YAMLToJSONStrict(data)
+	if yerr == nil {
+		if specYAMLHasManyDocuments(raw) {
+			return nil, errors.New("holds more than one YAML document")
+		}
+		return converted, nil
+	}
+	if trimmed[0] == '{' || trimmed[0] == '[' {
+		// Perhaps meant as JSON: its error may point at the mistake better.
+		var v any
+		var se *json.SyntaxError
+		if errors.As(json.Unmarshal(trimmed, &v), &se) {
+			return nil, fmt.Errorf("not valid JSON (%v at byte %d) or YAML (%v)", se, se.Offset, yerr)
+		}
+	}
+	return nil, fmt.Errorf("not valid JSON or YAML: %v", yerr)
+}
+
+// specYAMLHasManyDocuments reports whether YAML text that parsed holds a
+// second document, which the converter would silently drop. A document
+// marker at column 0 after content starts one; YAML forbids such a line
+// inside the first document's scalars.
+func specYAMLHasManyDocuments(text string) bool {
+	seenContent, ended := false, false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		isMarker := func(m string) bool {
+			return line == m || strings.HasPrefix(line, m+" ") || strings.HasPrefix(line, m+"\t")
+		}
+		switch {
+		case isMarker("---"):
+			if seenContent {
+				return true
+			}
+			seenContent = len(line) > 3 // "--- {...}" starts a document with content
+		case isMarker("..."):
+			ended = seenContent
+		case strings.TrimSpace(line) == "", strings.HasPrefix(strings.TrimSpace(line), "#"):
+		case strings.HasPrefix(line, "%") && !seenContent:
+			// a directive
+		default:
+			if ended {
+				return true
+			}
+			seenContent = true
+		}
+	}
+	return false
+}
+
+// specWholeProblem makes the one problem for a malformed annotation.
+func specWholeProblem(errs []string) *ProbeProblem {
+	detail := strings.Join(errs, "; ")
+	return &ProbeProblem{Detail: detail, FromAnnotation: true}
+}
+
+// specDecoder walks the annotation's JSON level by level, so that every
+// error names where it is, and collects the errors.
+type specDecoder struct {
+	errs    []string
+	dropped int
+}
+
+func (d *specDecoder) fail(path *field.Path, format string, args ...any) {
+	if len(d.errs) >= specMaxDecodeErrors {
+		d.dropped++
+		if d.dropped == 1 {
+			d.errs = append(d.errs, "and more")
+		}
+		return
+	}
+	msg := specOneLine(fmt.Sprintf(format, args...))
+	if path != nil {
+		msg = path.String() + ": " + msg
+	}
+	d.errs = append(d.errs, msg)
+}
+
+// decodeTop decodes {"<container>": {...}, ...}.
+func (d *specDecoder) decodeTop(data []byte) map[string]specAnnotationEntry {
+	if kind := specJSONKind(data); kind != "object" {
+		if kind != "null" {
+			d.fail(nil, "must be an object keyed by container name, not %s", kind)
+		}
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if !d.unmarshal(nil, data, &top) {
+		return nil
+	}
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	entries := make(map[string]specAnnotationEntry, len(top))
+	for _, k := range keys {
+		entries[k] = d.decodeContainer(field.NewPath(k), top[k])
+	}
+	return entries
+}
+
+// decodeContainer decodes {"livenessProbe": {...}, "readinessProbe": ..., "startupProbe": ...}.
+func (d *specDecoder) decodeContainer(path *field.Path, data []byte) specAnnotationEntry {
+	entry := specAnnotationEntry{}
+	switch kind := specJSONKind(data); kind {
+	case "null":
+		return entry
+	case "object":
+	default:
+		d.fail(path, "must be an object with livenessProbe, readinessProbe or startupProbe, not %s", kind)
+		return entry
+	}
+	var fields map[string]json.RawMessage
+	if !d.unmarshal(path, data, &fields) {
+		return entry
+	}
+	for _, pt := range specProbeTypes {
+		if raw, ok := fields[pt.field]; ok {
+			if p := d.decodeProbe(path.Child(pt.field), raw); p != nil {
+				entry[pt.typ] = p
+			}
+			delete(fields, pt.field)
+		}
+	}
+	unknown := make([]string, 0, len(fields))
+	for k := range fields {
+		unknown = append(unknown, k)
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		d.fail(path, "unknown field %q: want livenessProbe, readinessProbe or startupProbe", k)
+	}
+	return entry
+}
+
+// decodeProbe decodes one core/v1 Probe; nil for null or on error.
+func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *v1.Probe {
+	switch kind := specJSONKind(data); kind {
+	case "null":
+		return nil
+	case "object":
+	default:
+		d.fail(path, "must be an object (a core/v1 Probe), not %s", kind)
+		return nil
+	}
+	p := &v1.Probe{}
+	if !d.unmarshal(path, data, p) {
+		return nil
+	}
+	return p
+}
+
+// unmarshal decodes data strictly into v, recording every error; it
+// reports whether there was none.
+func (d *specDecoder) unmarshal(path *field.Path, data []byte, v any) bool {
+	strict, err := kjson.UnmarshalStrict(data, v)
+	if err != nil {
+		d.fail(path, "%s", strings.TrimPrefix(err.Error(), "json: "))
+		return false
+	}
+	for _, e := range strict {
+		d.fail(path, "%s", strings.TrimPrefix(e.Error(), "json: "))
+	}
+	return len(strict) == 0
+}
+
+// specJSONKind names the kind of the JSON value data holds, by its first byte.
+func specJSONKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "null"
+	}
+	switch data[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// specOneLine folds a multi-line message (YAML's) onto one line.
+func specOneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,232 @@
+package manager
+
+// The API's probe validation for v1.33 (validateLivenessProbe,
+// validateReadinessProbe, validateStartupProbe, validateProbe,
+// validateHandler and the per-handler checks in
+// k8s.io/kubernetes/pkg/apis/core/validation), written as tables of rules.
+// One addition: a named port must resolve against the container's ports.
+// The API leaves that to the kubelet, which then fails the probe on every
+// run; the contract makes it a validation error.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/probed-dev/probed/pkg/prober"
+)
+
+// specProbeInput is what a rule checks: one defaulted probe of one container.
+type specProbeInput struct {
+	probe     *v1.Probe
+	typ       prober.ProbeType
+	container *v1.Container
+	path      *field.Path // the probe itself, e.g. "readinessProbe"
+}
+
+// specProbeRules are applied in order to every probe of the listed types
+// (nil: every type). The order is the API's, so errors come out as it lists them.
+var specProbeRules = []struct {
+	name  string
+	types []prober.ProbeType
+	check func(in specProbeInput) field.ErrorList
+}{
+	{"exactly one valid handler", nil, specCheckHandler},
+	{"non-negative numbers", nil, specCheckCounts},
+	{"terminationGracePeriodSeconds > 0", nil, specCheckGracePeriodPositive},
+	{"successThreshold is 1", []prober.ProbeType{prober.Liveness, prober.Startup}, specCheckSuccessThresholdOne},
+	{"no terminationGracePeriodSeconds", []prober.ProbeType{prober.Readiness}, specCheckNoGracePeriod},
+}
+
+// specValidateProbe validates a defaulted probe of type t on container c.
+// Error paths start at the probe's own field name, e.g. "readinessProbe.httpGet.port".
+func specValidateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.ErrorList {
+	in := specProbeInput{probe: p, typ: t, container: c, path: field.NewPath(specProbeFieldName(t))}
+	var errs field.ErrorList
+	for _, r := range specProbeRules {
+		if r.types == nil || slices.Contains(r.types, t) {
+			errs = append(errs, r.check(in)...)
+		}
+	}
+	return errs
+}
+
+// specProbeProblems turns validation errors into problems whose Field is
+// relative to the probe.
+func specProbeProblems(container string, t prober.ProbeType, fromAnnotation bool, errs field.ErrorList) []ProbeProblem {
+	root := specProbeFieldName(t)
+	out := make([]ProbeProblem, 0, len(errs))
+	for _, e := range errs {
+		f := strings.TrimPrefix(strings.TrimPrefix(e.Field, root), ".")
+		typ := t
+		out = append(out, ProbeProblem{
+			Container:      container,
+			Type:           &typ,
+			Field:          f,
+			Detail:         e.ErrorBody(),
+			FromAnnotation: fromAnnotation,
+		})
+	}
+	return out
+}
+
+// specProbeHandlers are a probe's handler kinds, in the API's order. The
+// first one set counts; any other set is forbidden.
+var specProbeHandlers = []struct {
+	name     string
+	set      func(*v1.ProbeHandler) bool
+	validate func(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList
+}{
+	{"exec", func(h *v1.ProbeHandler) bool { return h.Exec != nil }, specCheckExec},
+	{"httpGet", func(h *v1.ProbeHandler) bool { return h.HTTPGet != nil }, specCheckHTTPGet},
+	{"tcpSocket", func(h *v1.ProbeHandler) bool { return h.TCPSocket != nil }, specCheckTCPSocket},
+	{"grpc", func(h *v1.ProbeHandler) bool { return h.GRPC != nil }, specCheckGRPC},
+}
+
+func specCheckHandler(in specProbeInput) field.ErrorList {
+	var errs field.ErrorList
+	found := false
+	for _, h := range specProbeHandlers {
+		if !h.set(&in.probe.ProbeHandler) {
+			continue
+		}
+		path := in.path.Child(h.name)
+		if found {
+			errs = append(errs, field.Forbidden(path, "may not specify more than 1 handler type"))
+			continue
+		}
+		found = true
+		errs = append(errs, h.validate(&in.probe.ProbeHandler, in.container, path)...)
+	}
+	if !found {
+		errs = append(errs, field.Required(in.path, "must specify a handler type"))
+	}
+	return errs
+}
+
+// specProbeCounts are the probe's numbers that must not be negative. Zero
+// never reaches validation where a default exists.
+var specProbeCounts = []struct {
+	name string
+	get  func(*v1.Probe) int32
+}{
+	{"initialDelaySeconds", func(p *v1.Probe) int32 { return p.InitialDelaySeconds }},
+	{"timeoutSeconds", func(p *v1.Probe) int32 { return p.TimeoutSeconds }},
+	{"periodSeconds", func(p *v1.Probe) int32 { return p.PeriodSeconds }},
+	{"successThreshold", func(p *v1.Probe) int32 { return p.SuccessThreshold }},
+	{"failureThreshold", func(p *v1.Probe) int32 { return p.FailureThreshold }},
+}
+
+func specCheckCounts(in specProbeInput) field.ErrorList {
+	var errs field.ErrorList
+	for _, c := range specProbeCounts {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(c.get(in.probe)), in.path.Child(c.name))...)
+	}
+	return errs
+}
+
+func specCheckGracePeriodPositive(in specProbeInput) field.ErrorList {
+	if g := in.probe.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
+		return field.ErrorList{field.Invalid(in.path.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0")}
+	}
+	return nil
+}
+
+func specCheckSuccessThresholdOne(in specProbeInput) field.ErrorList {
+	if in.probe.SuccessThreshold != 1 {
+		return field.ErrorList{field.Invalid(in.path.Child("successThreshold"), in.probe.SuccessThreshold, "must be 1")}
+	}
+	return nil
+}
+
+func specCheckNoGracePeriod(in specProbeInput) field.ErrorList {
+	if g := in.probe.TerminationGracePeriodSeconds; g != nil {
+		return field.ErrorList{field.Invalid(in.path.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes")}
+	}
+	return nil
+}
+
+func specCheckExec(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
+	if len(h.Exec.Command) == 0 {
+		return field.ErrorList{field.Required(path.Child("command"), "")}
+	}
+	return nil
+}
+
+// specHTTPSchemes are the schemes an httpGet probe may use.
+var specHTTPSchemes = []v1.URIScheme{v1.URISchemeHTTP, v1.URISchemeHTTPS}
+
+func specCheckHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
+	g := h.HTTPGet
+	var errs field.ErrorList
+	if g.Path == "" {
+		errs = append(errs, field.Required(path.Child("path"), ""))
+	}
+	errs = append(errs, specCheckPort(g.Port, c, path.Child("port"))...)
+	if !slices.Contains(specHTTPSchemes, g.Scheme) {
+		errs = append(errs, field.NotSupported(path.Child("scheme"), g.Scheme, specHTTPSchemes))
+	}
+	for i, hdr := range g.HTTPHeaders {
+		for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
+			errs = append(errs, field.Invalid(path.Child("httpHeaders").Index(i).Child("name"), hdr.Name, msg))
+		}
+	}
+	return errs
+}
+
+func specCheckTCPSocket(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
+	return specCheckPort(h.TCPSocket.Port, c, path.Child("port"))
+}
+
+// specCheckGRPC checks grpc.port, which is a number only (its type says so).
+func specCheckGRPC(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
+	return specCheckPortNumber(int(h.GRPC.Port), path.Child("port"))
+}
+
+func specCheckPortNumber(port int, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsValidPortNum(port) {
+		errs = append(errs, field.Invalid(path, port, msg))
+	}
+	return errs
+}
+
+// specCheckPort checks a port given as a number or a name (ValidatePortNumOrName),
+// and that a valid name resolves, as the kubelet resolves it: the first of
+// the container's ports with that name, whatever its protocol.
+func specCheckPort(port intstr.IntOrString, c *v1.Container, path *field.Path) field.ErrorList {
+	switch port.Type {
+	case intstr.Int:
+		return specCheckPortNumber(int(port.IntVal), path)
+	case intstr.String:
+		var errs field.ErrorList
+		for _, msg := range validation.IsValidPortName(port.StrVal) {
+			errs = append(errs, field.Invalid(path, port.StrVal, msg))
+		}
+		if len(errs) > 0 {
+			return errs
+		}
+		return specCheckPortResolves(port.StrVal, c, path)
+	}
+	return field.ErrorList{field.Invalid(path, port, fmt.Sprintf("unknown port type %d", port.Type))}
+}
+
+func specCheckPortResolves(name string, c *v1.Container, path *field.Path) field.ErrorList {
+	for _, cp := range c.Ports {
+		if cp.Name != name {
+			continue
+		}
+		if msgs := validation.IsValidPortNum(int(cp.ContainerPort)); len(msgs) > 0 {
+			return field.ErrorList{field.Invalid(path, name,
+				fmt.Sprintf("container port %q is %d: %s", name, cp.ContainerPort, msgs[0]))}
+		}
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, name, fmt.Sprintf("no container port named %q", name))}
+}

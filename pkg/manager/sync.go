@@ -1,0 +1,259 @@
+package manager
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/results"
+	"github.com/probed-dev/probed/pkg/status"
+	"github.com/probed-dev/probed/pkg/worker"
+)
+
+// sync makes the workers of the pod at key match what the pod declares.
+func (m *Manager) sync(ctx context.Context, key string) error {
+	obj, exists, err := m.indexer.GetByKey(key)
+	if err != nil {
+		return err
+	}
+	var pod *v1.Pod
+	if exists {
+		pod, _ = obj.(*v1.Pod)
+	}
+	// Pods gone, or replaced by a new pod of the same name, lose their workers.
+	m.mu.Lock()
+	for uid := range m.byKey[key] {
+		if pod == nil || pod.UID != uid {
+			m.removePodLocked(uid)
+		}
+	}
+	m.mu.Unlock()
+	if pod == nil {
+		return nil
+	}
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		m.mu.Lock()
+		m.removePodLocked(pod.UID)
+		m.mu.Unlock()
+		return nil
+	}
+
+	declared, problems := DeclaredProbes(pod, m.opts.Source)
+	m.mu.Lock()
+	e := m.pods[pod.UID]
+	if e == nil {
+		if len(declared) == 0 && len(problems) == 0 {
+			m.mu.Unlock()
+			return nil
+		}
+		e = &podEntry{
+			key:     status.PodKey{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+			workers: map[probeKey]*worker.Worker{},
+			specs:   map[probeKey]DeclaredProbe{},
+			// Read once, when probed first sees the pod: the results it had
+			// before a restart of probed.
+			seeds: status.Seeds(pod),
+		}
+		m.pods[pod.UID] = e
+		if m.byKey[key] == nil {
+			m.byKey[key] = map[types.UID]struct{}{}
+		}
+		m.byKey[key][pod.UID] = struct{}{}
+	}
+	newProblems := m.recordProblemsLocked(e, problems)
+	m.reconcileWorkersLocked(ctx, pod, e, declared)
+	m.mu.Unlock()
+
+	if newProblems {
+		m.reportProblems(pod, problems)
+	}
+	m.updateStatus(pod.UID)
+	return nil
+}
+
+// reconcileWorkersLocked starts, keeps or replaces workers. An unchanged probe
+// keeps its worker and its state; a changed one gets a fresh worker.
+func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *podEntry, declared []DeclaredProbe) {
+	want := make(map[probeKey]DeclaredProbe, len(declared))
+	e.order = e.order[:0]
+	seen := map[string]bool{}
+	for _, d := range declared {
+		k := probeKey{d.Container.Name, d.Type}
+		want[k] = d
+		if !seen[d.Container.Name] {
+			seen[d.Container.Name] = true
+			e.order = append(e.order, d.Container.Name)
+		}
+	}
+	for k := range e.invalid {
+		if !seen[k.container] {
+			seen[k.container] = true
+			e.order = append(e.order, k.container)
+		}
+	}
+	for k, w := range e.workers {
+		d, ok := want[k]
+		if ok && ProbeSpecEqual(d.Probe, e.specs[k].Probe) {
+			continue
+		}
+		w.Stop()
+		delete(e.workers, k)
+		delete(e.specs, k)
+		if ok {
+			klog.InfoS("Probe changed; restarting its worker", "pod", klog.KObj(pod), "container", k.container, "probeType", k.probeType)
+		}
+		// The replacement starts once the old worker has cleaned up, so its
+		// results are never removed from under the new one.
+		if ok {
+			m.startWorkerLocked(ctx, pod, e, d, w.Done())
+		}
+	}
+	for k, d := range want {
+		if _, ok := e.workers[k]; !ok {
+			m.startWorkerLocked(ctx, pod, e, d, nil)
+		}
+	}
+}
+
+func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d DeclaredProbe, after <-chan struct{}) {
+	k := probeKey{d.Container.Name, d.Type}
+	uid := pod.UID
+	var w *worker.Worker
+	w = worker.New(worker.Config{
+		PodUID:        uid,
+		PodNamespace:  pod.Namespace,
+		PodName:       pod.Name,
+		Container:     d.Container,
+		ProbeType:     d.Type,
+		Spec:          d.Probe,
+		Prober:        m.opts.Prober,
+		Pods:          m,
+		Results:       m.resultsFor(d.Type),
+		Recorder:      m.opts.Recorder,
+		Killer:        m.opts.Killer,
+		Started:       m.started,
+		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
+		Clock:         m.opts.Clock,
+		DaemonStart:   m.opts.DaemonStart,
+		Metrics:       m.opts.Metrics,
+		OnExit:        func() { m.workerExited(uid, k, w) },
+	})
+	e.workers[k] = w
+	e.specs[k] = d
+	go func() {
+		if after != nil {
+			select {
+			case <-after:
+			case <-ctx.Done():
+			}
+		}
+		w.Run(ctx)
+	}()
+}
+
+// seedFor turns a restart-safety seed into a worker's InitialResult.
+func seedFor(s status.Seed, t prober.ProbeType) func(string) (results.Result, bool) {
+	var v *bool
+	switch t {
+	case prober.Readiness:
+		v = s.Ready
+	case prober.Startup:
+		v = s.Started
+	}
+	if v == nil || !*v || s.ContainerID == "" {
+		return nil
+	}
+	id := s.ContainerID
+	return func(containerID string) (results.Result, bool) {
+		if containerID != id {
+			return results.Unknown, false
+		}
+		return results.Success, true
+	}
+}
+
+// workerExited drops a worker that ended on its own (pod finished, container
+// will not restart) from the map, unless it was already replaced.
+func (m *Manager) workerExited(uid types.UID, k probeKey, w *worker.Worker) {
+	m.mu.Lock()
+	if e := m.pods[uid]; e != nil && e.workers[k] == w {
+		delete(e.workers, k)
+	}
+	m.mu.Unlock()
+	m.updateStatus(uid)
+}
+
+// removePodLocked stops a pod's workers and forgets its status.
+func (m *Manager) removePodLocked(uid types.UID) {
+	e := m.pods[uid]
+	if e == nil {
+		return
+	}
+	for _, w := range e.workers {
+		w.Stop()
+	}
+	delete(m.pods, uid)
+	key := e.key.Namespace + "/" + e.key.Name
+	delete(m.byKey[key], uid)
+	if len(m.byKey[key]) == 0 {
+		delete(m.byKey, key)
+	}
+	m.opts.Status.Forget(uid)
+	klog.V(2).InfoS("Stopped probing pod", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", uid)
+}
+
+// started is probed's own "started" (contract §2): the startup probe's
+// success for the current instance where probed runs one, else running.
+func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
+	if cs == nil || cs.State.Running == nil {
+		return false
+	}
+	m.mu.Lock()
+	e := m.pods[pod.UID]
+	hasStartup := false
+	if e != nil {
+		k := probeKey{cs.Name, prober.Startup}
+		_, hasStartup = e.specs[k]
+		// An invalid startup probe still gates: the user asked for one.
+		_, invalid := e.invalid[k]
+		hasStartup = hasStartup || invalid
+	}
+	m.mu.Unlock()
+	if !hasStartup {
+		return true
+	}
+	r, ok := m.startup.Get(cs.ContainerID)
+	return ok && r == results.Success
+}
+
+// gcLoop sweeps workers of pods that left the cache without a delete event
+// reaching us (a relist that missed the deletion).
+func (m *Manager) gcLoop(ctx context.Context) {
+	t := m.opts.Clock.NewTicker(m.opts.GCPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			m.gc()
+		}
+	}
+}
+
+func (m *Manager) gc() {
+	m.mu.Lock()
+	var keys []string
+	for key := range m.byKey {
+		keys = append(keys, key)
+	}
+	m.mu.Unlock()
+	for _, key := range keys {
+		if _, exists, _ := m.indexer.GetByKey(key); !exists {
+			m.queue.Add(key)
+		}
+	}
+}

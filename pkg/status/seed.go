@@ -1,0 +1,119 @@
+package status
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Seed is what probed had established about one container before probed
+// itself restarted. A nil field means "nothing established": start from the
+// probe's usual initial result.
+type Seed struct {
+	// ContainerID is the container instance the seed is valid for. Use the
+	// seed only for a worker whose first container ID is this one.
+	ContainerID string
+	// Ready is true when ready.probed.io/<c> is True for this instance.
+	Ready *bool
+	// Started is true when started.probed.io/<c> is True for this instance.
+	Started *bool
+}
+
+// Seeds reads back, from a pod as the API server has it, the results probed
+// had established before it restarted, so that a restart of probed does not
+// flip any condition of a container that did not restart (contract §2). The
+// worker starts from a seed instead of its usual initial result.
+//
+// A container is seeded from its ready.probed.io/<c> or started.probed.io/<c>
+// condition when all of these hold:
+//   - the condition is True and has a lastTransitionTime;
+//   - the container has a status (regular or init container) that is running,
+//     with a container ID and a startedAt;
+//   - startedAt ≤ lastTransitionTime: the current instance was already
+//     running when the condition turned True, so the True was earned by this
+//     instance. Both times come from the same node clock (probed writes the
+//     condition on the node the runtime runs on), at one-second precision.
+//
+// Edge cases, all resolved towards "no seed" (the probe then re-proves the
+// result, which may flip the condition once, but never claims a result a
+// container has not earned):
+//   - a False condition gives no seed: the usual initial result is not
+//     better than nothing, and False stays False until the probe says True;
+//   - the container restarted after the transition (startedAt later);
+//   - the previous instance finished in the same second as the transition
+//     (lastState.terminated.finishedAt ≥ lastTransitionTime): with
+//     one-second precision it cannot be told whether the True belonged to the
+//     old or the new instance;
+//   - the container is waiting or terminated, or has no status;
+//   - the pod has reached a terminal phase (Succeeded or Failed);
+//   - a condition with a malformed type (no container name) is ignored; when
+//     a type appears twice, the first one counts.
+//
+// The result is keyed by container name and lists only seeded containers.
+// Seeds is a pure function of the pod.
+func Seeds(pod *v1.Pod) map[string]Seed {
+	out := map[string]Seed{}
+	if pod == nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return out
+	}
+	seen := map[v1.PodConditionType]bool{}
+	for i := range pod.Status.Conditions {
+		cond := &pod.Status.Conditions[i]
+		if seen[cond.Type] {
+			continue
+		}
+		seen[cond.Type] = true
+
+		name, ready, ok := parseContainerCondition(cond.Type)
+		if !ok || cond.Status != v1.ConditionTrue || cond.LastTransitionTime.IsZero() {
+			continue
+		}
+		cs := findContainerStatus(pod, name)
+		if cs == nil || cs.ContainerID == "" || cs.State.Running == nil || cs.State.Running.StartedAt.IsZero() {
+			continue
+		}
+		ltt := cond.LastTransitionTime.Time
+		if cs.State.Running.StartedAt.Time.After(ltt) {
+			continue // restarted (or first started) after the transition
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil && !t.FinishedAt.IsZero() && !t.FinishedAt.Time.Before(ltt) {
+			continue // ambiguous within one second
+		}
+		s := out[name]
+		s.ContainerID = cs.ContainerID
+		t := true
+		if ready {
+			s.Ready = &t
+		} else {
+			s.Started = &t
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// parseContainerCondition splits ready.probed.io/<c> and
+// started.probed.io/<c>; ready tells which.
+func parseContainerCondition(t v1.PodConditionType) (container string, ready, ok bool) {
+	s := string(t)
+	if c, found := strings.CutPrefix(s, readyPrefix); found && c != "" {
+		return c, true, true
+	}
+	if c, found := strings.CutPrefix(s, startedPrefix); found && c != "" {
+		return c, false, true
+	}
+	return "", false, false
+}
+
+// findContainerStatus finds the named container among the regular, then the
+// init container statuses.
+func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}

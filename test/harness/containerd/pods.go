@@ -1,0 +1,157 @@
+package containerd
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerSpec describes a one-container test pod.
+type ContainerSpec struct {
+	// Name of the container (and, with a random suffix, of its pod); default "c".
+	Name string
+	// Image; default BusyboxImage.
+	Image string
+	// Command overrides the image entrypoint; Args its cmd.
+	Command, Args []string
+	// Env is the container's environment, in order.
+	Env []EnvVar
+	// WorkingDir overrides the image's working directory.
+	WorkingDir string
+	// RunAsUser and RunAsGroup, when set, pick the container's user.
+	RunAsUser, RunAsGroup *int64
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct{ Name, Value string }
+
+// Container is a running test container and its pod sandbox.
+type Container struct {
+	PodSandboxID string
+	// ID is the bare containerd container ID.
+	ID string
+}
+
+// RuntimeID is the ID as a pod status carries it: "containerd://<id>".
+func (c *Container) RuntimeID() string { return "containerd://" + c.ID }
+
+// RunContainer creates a pod sandbox on the host network (no CNI needed) with
+// the container in its own PID namespace, as the kubelet does by default, and
+// starts the container. Remove it with RemovePod, or leave it to Stop.
+func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *Container, retErr error) {
+	if spec.Name == "" {
+		spec.Name = "c"
+	}
+	if spec.Image == "" {
+		spec.Image = BusyboxImage
+	}
+	suffix := randomSuffix()
+	podName := spec.Name + "-" + suffix
+	logDir := filepath.Join(h.path("logs"), podName)
+	sandboxCfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: podName, Namespace: "probed-test", Uid: "uid-" + suffix,
+		},
+		LogDirectory: logDir,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			// Every container of every test pod lives below this parent; Stop sweeps it.
+			CgroupParent: h.cgroupParent,
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_NODE,
+					Pid:     runtimeapi.NamespaceMode_CONTAINER,
+					Ipc:     runtimeapi.NamespaceMode_POD,
+				},
+			},
+		},
+	}
+	sb, err := h.cri.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxCfg})
+	if err != nil {
+		return nil, fmt.Errorf("run pod sandbox: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = h.RemovePod(context.WithoutCancel(ctx), sb.PodSandboxId)
+		}
+	}()
+
+	var envs []*runtimeapi.KeyValue
+	for _, e := range spec.Env {
+		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	sc := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{
+			Network: runtimeapi.NamespaceMode_NODE,
+			Pid:     runtimeapi.NamespaceMode_CONTAINER,
+			Ipc:     runtimeapi.NamespaceMode_POD,
+		},
+	}
+	if spec.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *spec.RunAsUser}
+	}
+	if spec.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *spec.RunAsGroup}
+	}
+	cc, err := h.cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb.PodSandboxId,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata:   &runtimeapi.ContainerMetadata{Name: spec.Name},
+			Image:      &runtimeapi.ImageSpec{Image: spec.Image},
+			Command:    spec.Command,
+			Args:       spec.Args,
+			WorkingDir: spec.WorkingDir,
+			Envs:       envs,
+			LogPath:    spec.Name + ".log",
+			Linux:      &runtimeapi.LinuxContainerConfig{SecurityContext: sc},
+		},
+		SandboxConfig: sandboxCfg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	if _, err := h.cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId}); err != nil {
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	return &Container{PodSandboxID: sb.PodSandboxId, ID: cc.ContainerId}, nil
+}
+
+// RemovePod stops and removes a pod sandbox and its containers.
+func (h *Containerd) RemovePod(ctx context.Context, podSandboxID string) error {
+	if _, err := h.cri.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
+		return fmt.Errorf("stop pod sandbox %s: %w", podSandboxID, err)
+	}
+	if _, err := h.cri.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
+		return fmt.Errorf("remove pod sandbox %s: %w", podSandboxID, err)
+	}
+	return nil
+}
+
+// ContainerStatus reports the CRI status of a container: state, exit code, reason.
+func (h *Containerd) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	resp, err := h.cri.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetStatus(), nil
+}
+
+// ContainerState reports the CRI state of a container.
+func (h *Containerd) ContainerState(ctx context.Context, id string) (runtimeapi.ContainerState, error) {
+	st, err := h.ContainerStatus(ctx, id)
+	if err != nil {
+		return runtimeapi.ContainerState_CONTAINER_UNKNOWN, err
+	}
+	return st.GetState(), nil
+}
+
+// Exec runs cmd in a container through CRI, independent of the code under
+// test, and returns stdout (stderr appended) and the exit code.
+func (h *Containerd) Exec(ctx context.Context, id string, cmd ...string) (string, int32, error) {
+	resp, err := h.cri.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: 10})
+	if err != nil {
+		return "", -1, err
+	}
+	return string(resp.Stdout) + string(resp.Stderr), resp.ExitCode, nil
+}

@@ -1,0 +1,93 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// KubernetesVersion is the version hack/build-k8s.sh builds and this harness
+// runs. Keep it in step with test/tools/go.mod.
+const KubernetesVersion = "v1.33.13"
+
+// BinDirEnv overrides where the Kubernetes binaries are looked up.
+const BinDirEnv = "PROBED_K8S_BIN_DIR"
+
+// ErrBinaryMissing is wrapped by Start's error when a binary is not built or
+// installed, so tests can tell "skip" from "broken".
+var ErrBinaryMissing = errors.New("binary missing")
+
+// BinDir returns the directory holding the Kubernetes binaries: $PROBED_K8S_BIN_DIR
+// if set, else <repo root>/.cache/k8s/<KubernetesVersion>/bin, where the repo
+// root is the nearest directory above the working directory with a go.mod
+// (go test runs in the package's directory, so this finds the main module).
+func BinDir() (string, error) {
+	if d := os.Getenv(BinDirEnv); d != "" {
+		return d, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ".cache", "k8s", KubernetesVersion, "bin"), nil
+}
+
+// repoRoot walks up from the working directory to the daemon's go.mod. It
+// matches on the module path so that a nested module (test/tools) is not
+// mistaken for the root.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if modulePath(filepath.Join(dir, "go.mod")) == mainModule {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s above the working directory; set %s", mainModule, BinDirEnv)
+		}
+		dir = parent
+	}
+}
+
+const mainModule = "github.com/probed-dev/probed"
+
+// modulePath returns the path on the "module" line of a go.mod, or "".
+func modulePath(goMod string) string {
+	b, err := os.ReadFile(goMod)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// findBinary returns the path of an executable, wrapping ErrBinaryMissing
+// with a hint on how to get it when it is not there.
+func findBinary(path, hint string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%w: %s not found or not executable (%s)", ErrBinaryMissing, path, hint)
+	}
+	return path, nil
+}
+
+// etcdBinary is Debian's etcd-server by default; PROBED_ETCD_BIN overrides.
+func etcdBinary() (string, error) {
+	if p := os.Getenv("PROBED_ETCD_BIN"); p != "" {
+		return findBinary(p, "set by PROBED_ETCD_BIN")
+	}
+	if p, err := exec.LookPath("etcd"); err == nil {
+		return p, nil
+	}
+	return findBinary("/usr/bin/etcd", "run hack/install-deps.sh")
+}

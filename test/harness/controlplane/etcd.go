@@ -1,0 +1,100 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// etcd is a single-member etcd on two free loopback ports, plain HTTP (it is
+// reachable from loopback only and lives for one test run).
+type etcd struct {
+	proc      *process
+	clientURL string
+}
+
+// startEtcd starts etcd with its data in runDir/etcd and waits until /health
+// says true. A lost race for a free port is retried with new ports.
+func startEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err := tryStartEtcd(ctx, bin, runDir)
+		if err == nil {
+			return e, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+// tryStartEtcd starts etcd once; on error nothing is left running.
+func tryStartEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
+	clientPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	args := []string{
+		"--name=probed-test",
+		"--data-dir=" + filepath.Join(runDir, "etcd-data"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=probed-test=" + peerURL,
+		"--initial-cluster-state=new",
+		"--logger=zap",
+		"--log-level=warn",
+		// Keep the data dir small; tests never need history.
+		"--auto-compaction-mode=periodic",
+		"--auto-compaction-retention=1m",
+	}
+	proc, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args)
+	if err != nil {
+		return nil, err
+	}
+	e := &etcd{proc: proc, clientURL: clientURL}
+	if err := e.waitHealthy(ctx); err != nil {
+		_ = proc.stop(2 * time.Second)
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *etcd) waitHealthy(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	var last string
+	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
+		if done, _ := e.proc.exited(); done {
+			return false, e.proc.failure("etcd exited during start")
+		}
+		resp, err := client.Get(e.clientURL + "/health")
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, body)
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return e.proc.failure("etcd not healthy at %s (last: %s): %v", e.clientURL, last, err)
+	}
+	return err
+}
+
+func (e *etcd) stop() error { return e.proc.stop(10 * time.Second) }

@@ -1,0 +1,134 @@
+//go:build integration
+
+package integration
+
+import (
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// The API server stopped for 30 s while targets flip: probed keeps probing,
+// and within 5 s of recovery the conditions match the targets' final health.
+// A probed started during the outage is alive but not ready until it syncs.
+// Not parallel: it stops the shared API server.
+func TestAPIServerOutage(t *testing.T) {
+	e := newEnv(t)
+	ip := loopbackIP()
+	a := startHTTPTarget(t, ip, true)
+	b := startHTTPTarget(t, ip, false)
+	podA := e.createPod("a", mustJSON(probes{"app": {"readinessProbe": httpProbe(a.Port, "/ready", nil)}}), true, container{name: "app"})
+	podB := e.createPod("b", mustJSON(probes{"app": {"readinessProbe": httpProbe(b.Port, "/ready", nil)}}), true, container{name: "app"})
+	e.runPod(podA, ip, time.Minute)
+	e.runPod(podB, ip, time.Minute)
+	p := e.startProbed()
+	e.waitCond("a", "probed.io/ready", v1.ConditionTrue, 20*time.Second)
+	e.waitCond("b", "probed.io/ready", v1.ConditionFalse, 20*time.Second)
+
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	// A second node's probed, started mid-outage, must not claim readiness.
+	late := newEnvNoAPI(t)
+	lp := late.startProbedNoWait()
+	eventually(t, "late probed alive", 30*time.Second, func() bool { c, _ := lp.get("/healthz"); return c == http.StatusOK })
+	if c, body := lp.get("/readyz"); c != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage = %d %q, want 503", c, body)
+	}
+
+	// Flip both targets several times; end with a unhealthy, b healthy.
+	for i := 0; i < 3; i++ {
+		a.Set(i%2 == 1)
+		b.Set(i%2 == 0)
+		time.Sleep(3 * time.Second) // let probed see each state; the API is down, nothing to poll
+	}
+	a.Set(false)
+	b.Set(true)
+	hits := a.hits.Load()
+	eventually(t, "probing goes on during the outage", 10*time.Second, func() bool { return a.hits.Load() >= hits+2 })
+	if wait := 30*time.Second - time.Since(stopped); wait > 0 {
+		time.Sleep(wait)
+	}
+	if err := cp.StartAPIServer(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	recovered := time.Now()
+	eventually(t, "conditions converge after recovery", 5*time.Second, func() bool {
+		return e.condIs("a", "probed.io/ready", v1.ConditionFalse) && e.condIs("b", "probed.io/ready", v1.ConditionTrue)
+	})
+	t.Logf("converged %v after the API server came back", time.Since(recovered).Round(10*time.Millisecond))
+	eventually(t, "late probed ready after sync", 30*time.Second, func() bool { c, _ := lp.get("/readyz"); return c == http.StatusOK })
+	select {
+	case <-p.exited:
+		t.Fatal("probed exited during the outage")
+	default:
+	}
+}
+
+// newEnvNoAPI names a node and namespace without touching the API server.
+func newEnvNoAPI(t *testing.T) *testEnv {
+	n := seq.Add(1)
+	return &testEnv{t: t, ctx: t.Context(), node: "late-" + itoa(n), ns: "late-" + itoa(n)}
+}
+
+// The latency from a target flip to the condition flip in the API server,
+// over 50 flips (10 pods, 5 flips each, periodSeconds 1, thresholds 1).
+// It asserts every flip lands and logs the figures; it times nothing.
+func TestFlipLatency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ip := loopbackIP()
+	const pods, flips = 10, 5
+	targets := make([]*httpTarget, pods)
+	for i := range targets {
+		targets[i] = startHTTPTarget(t, ip, true)
+		pod := e.createPod("flip-"+itoa(int64(i)), mustJSON(probes{"app": {"readinessProbe": httpProbe(targets[i].Port, "/ready", map[string]any{"failureThreshold": 1})}}), true, container{name: "app"})
+		e.runPod(pod, ip, time.Minute)
+	}
+	e.startProbed()
+	for i := range targets {
+		e.waitCond("flip-"+itoa(int64(i)), "ready.probed.io/app", v1.ConditionTrue, 20*time.Second)
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for i := range targets {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := "flip-" + itoa(int64(i))
+			healthy := true
+			for f := 0; f < flips; f++ {
+				healthy = !healthy
+				want := v1.ConditionFalse
+				if healthy {
+					want = v1.ConditionTrue
+				}
+				start := time.Now()
+				targets[i].Set(healthy)
+				for !e.condIs(name, "ready.probed.io/app", want) {
+					if time.Since(start) > 20*time.Second {
+						t.Errorf("%s: flip %d to %s never landed", name, f, want)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				mu.Lock()
+				lat = append(lat, time.Since(start))
+				mu.Unlock()
+			}
+		}(i)
+	}
+	wg.Wait()
+	if len(lat) != pods*flips {
+		t.Fatalf("%d of %d flips measured", len(lat), pods*flips)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	t.Logf("target flip -> condition flip over %d flips (periodSeconds=1, thresholds=1): median %v, p90 %v, worst %v",
+		len(lat), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+}

@@ -13,9 +13,8 @@ import (
 	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"github.com/containerd/containerd/cio"
-	ctrderrdefs "github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/oci"
-	"github.com/containerd/errdefs"
 	"k8s.io/klog/v2"
 )
 
@@ -155,7 +154,7 @@ func (r *Containerd) forgetExec(ctx context.Context, id, execID string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_, err := r.client.TaskService().DeleteProcess(cctx, &tasks.DeleteProcessRequest{ContainerID: id, ExecID: execID})
-	if err != nil && !errdefs.IsNotFound(ctrderrdefs.FromGRPC(err)) {
+	if err != nil && !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
 		klog.FromContext(ctx).V(2).Info("Deleting an exec whose creation timed out", "containerID", id, "execID", execID, "err", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd"
-	"github.com/containerd/errdefs"
+	"github.com/containerd/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"k8s.io/klog/v2"
 )

@@ -127,6 +127,9 @@ func newEnv(t *testing.T, src ProbeSource) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	factory.Start(ctx.Done())
+	// The fake clientset's watch has no resourceVersion: an object created
+	// between the informer's list and its watch is never delivered.
+	factory.WaitForCacheSync(ctx.Done())
 	go func() { defer close(e.done); mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -141,6 +144,14 @@ func (e *env) eventually(what string, cond func() bool) {
 	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
+		e.sink.mu.Lock()
+		for uid, st := range e.sink.states {
+			e.t.Logf("desired state of %s: %+v", uid, st)
+		}
+		e.sink.mu.Unlock()
+		for _, s := range e.mgr.Snapshots() {
+			e.t.Logf("worker %s/%s/%s: %s %s", s.PodName, s.Container, s.ProbeType, s.State, s.LastResult)
+		}
 		e.t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -65,9 +65,10 @@ func (m *Manager) triggerReadiness(u results.Update) {
 }
 
 // updateStatus derives a pod's desired probe status and hands it to the
-// status writer. While a running container's probe has no result yet for the
-// current instance (a worker still waiting out its jitter), it writes
-// nothing, so a restart of probed never flips a condition.
+// status writer. A probe with no result yet for the current container
+// instance counts as pending (not ready), unless probed had established its
+// result before a restart of probed: then that seed stands until the worker's
+// own probes say otherwise, so a restart of probed never flips a condition.
 func (m *Manager) updateStatus(uid types.UID) {
 	pod, ok := m.Pod(uid)
 	if !ok {
@@ -80,23 +81,19 @@ func (m *Manager) updateStatus(uid types.UID) {
 		return
 	}
 	inputs := make([]status.ContainerInput, 0, len(e.order))
-	pending := false
 	for _, name := range e.order {
 		cs := findStatus(pod, name)
 		in := status.ContainerInput{Name: name, Status: cs}
-		in.Readiness = m.probeInputLocked(e, name, prober.Readiness, cs, &pending)
-		in.Startup = m.probeInputLocked(e, name, prober.Startup, cs, &pending)
+		in.Readiness = m.probeInputLocked(e, name, prober.Readiness, cs)
+		in.Startup = m.probeInputLocked(e, name, prober.Startup, cs)
 		inputs = append(inputs, in)
 	}
 	key := e.key
 	m.mu.Unlock()
-	if pending {
-		return
-	}
 	m.opts.Status.Set(key, status.Derive(inputs))
 }
 
-func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType, cs *v1.ContainerStatus, pending *bool) *status.ProbeInput {
+func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType, cs *v1.ContainerStatus) *status.ProbeInput {
 	k := probeKey{name, t}
 	if msg, bad := e.invalid[k]; bad {
 		return &status.ProbeInput{Invalid: true, InvalidMessage: msg}
@@ -108,9 +105,11 @@ func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType,
 	in := &status.ProbeInput{}
 	if cs != nil && cs.ContainerID != "" {
 		in.Result, in.Known = m.resultsFor(t).Get(cs.ContainerID)
-	}
-	if cs != nil && cs.State.Running != nil && !in.Known {
-		*pending = true
+		if !in.Known {
+			if seed := seedFor(e.seeds[name], t); seed != nil {
+				in.Result, in.Known = seed(cs.ContainerID)
+			}
+		}
 	}
 	if h := w.Snapshot().History; len(h) > 0 {
 		last := h[len(h)-1]

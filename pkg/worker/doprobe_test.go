@@ -604,7 +604,7 @@ func TestDefaults(t *testing.T) {
 	if r := w.cfg.Rand(); r < 0 || r >= 1 {
 		t.Errorf("Rand() = %v", r)
 	}
-	if w.Snapshot().State != StateContainerNotRunning {
+	if w.Snapshot().State != StatePending {
 		t.Errorf("initial state = %q", w.Snapshot().State)
 	}
 }

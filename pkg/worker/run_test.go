@@ -132,6 +132,24 @@ func TestRunJitter(t *testing.T) {
 	}
 }
 
+// A trigger during the jitter (a startup probe just succeeded) probes at
+// once instead of waiting out up to a whole period.
+func TestTriggerEndsJitter(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
+		c.DaemonStart = epoch
+		c.Rand = func() float64 { return 0.9 }
+	})
+	e.pods.set(runningPod(epoch))
+	start(t, w)
+	if d := recv(t, e.clock.armed, "jitter"); d != 54*time.Second {
+		t.Fatalf("jitter = %v, want 54s", d)
+	}
+	w.Trigger()
+	if at := recv(t, e.prober.calls, "probe after trigger"); !at.Equal(epoch) {
+		t.Fatalf("probed at +%v, want at once", at.Sub(epoch))
+	}
+}
+
 func TestStopDuringJitter(t *testing.T) {
 	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
 	e.pods.set(runningPod(epoch))

@@ -29,6 +29,9 @@ const (
 	// StateContainerNotRunning: no pod, no container status with an ID yet,
 	// or the container is waiting or terminated.
 	StateContainerNotRunning State = "container-not-running"
+	// StatePending: the worker has not probed yet; after a restart of probed
+	// it waits out a random part of its period first.
+	StatePending State = "pending"
 	// StateStopped: the worker has ended, or is about to.
 	StateStopped State = "stopped"
 )

@@ -120,7 +120,7 @@ func New(cfg Config) *Worker {
 		stopCh:      make(chan struct{}),
 		triggerCh:   make(chan struct{}, 1),
 		done:        make(chan struct{}),
-		state:       StateContainerNotRunning,
+		state:       StatePending,
 	}
 	w.publish()
 	return w
@@ -214,6 +214,9 @@ func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C():
+		return true
+	case <-w.triggerCh:
+		// Someone needs a result now (a startup probe just succeeded).
 		return true
 	case <-w.stopCh:
 		return false

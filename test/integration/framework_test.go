@@ -74,6 +74,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := applyAccessManifests(ctx, client); err != nil {
+		fmt.Fprintln(os.Stderr, "applying deploy/ access manifests:", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -83,6 +87,9 @@ type testEnv struct {
 	ctx  context.Context
 	node string
 	ns   string
+	// kubeconfig authenticates as probed's service account with a token
+	// bound to a pod on node, as the DaemonSet's projected token would.
+	kubeconfig string
 }
 
 func newEnv(t *testing.T) *testEnv {
@@ -95,7 +102,22 @@ func newEnv(t *testing.T) *testEnv {
 	if err := cp.EnsureNamespace(e.ctx, e.ns); err != nil {
 		t.Fatal(err)
 	}
+	e.kubeconfig = e.probedKubeconfig()
 	return e
+}
+
+// probedKubeconfig issues probed's bound token for the env's node.
+func (e *testEnv) probedKubeconfig() string {
+	e.t.Helper()
+	token, err := cp.TokenFor(e.ctx, "probed-system", "probed", "probed-"+e.node, "", e.node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	path := filepath.Join(e.t.TempDir(), "probed.kubeconfig")
+	if err := controlplane.WriteKubeconfig(path, cp.ConfigForToken(token)); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
 }
 
 // probedProc is a running probed process.
@@ -139,7 +161,7 @@ func (e *testEnv) startProbedNoWait(extra ...string) *probedProc {
 		e.t.Fatal(err)
 	}
 	args := append([]string{
-		"--kubeconfig=" + cp.KubeconfigPath,
+		"--kubeconfig=" + e.kubeconfigOrAdmin(),
 		"--node-name=" + e.node,
 		"--metrics-bind-address=" + p.addr,
 		"--runtime-type=none",
@@ -433,3 +455,10 @@ func mustJSON(v any) string {
 func typesUID(s string) types.UID { return types.UID(s) }
 
 func itoa(n int64) string { return fmt.Sprint(n) }
+
+func (e *testEnv) kubeconfigOrAdmin() string {
+	if e.kubeconfig != "" {
+		return e.kubeconfig
+	}
+	return cp.KubeconfigPath
+}

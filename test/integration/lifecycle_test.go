@@ -61,15 +61,19 @@ func TestAnnotationEditAndDeletion(t *testing.T) {
 	p := e.startProbed("--liveness-action=event-only")
 	e.waitCond("edited", "ready.probed.io/app", v1.ConditionTrue, 20*time.Second)
 
-	entries := p.debugProbes()
-	if len(entries) != 2 {
-		t.Fatalf("/debug/probes has %d entries, want 2: %+v", len(entries), entries)
-	}
-	for _, d := range entries {
-		if d.PodName != "edited" || d.Container != "app" || d.State != "running" {
-			t.Errorf("debug entry %+v", d)
+	// Each worker shows up, "pending" until its first probe, then "running".
+	eventually(t, "both workers running in /debug/probes", 10*time.Second, func() bool {
+		entries := p.debugProbes()
+		if len(entries) != 2 {
+			return false
 		}
-	}
+		for _, d := range entries {
+			if d.PodName != "edited" || d.Container != "app" || d.State != "running" {
+				return false
+			}
+		}
+		return true
+	})
 	eventually(t, "history in /debug/probes", 10*time.Second, func() bool {
 		for _, d := range p.debugProbes() {
 			if d.ProbeType == "Readiness" && len(d.History) > 0 && d.History[len(d.History)-1].Result == "success" {

@@ -62,7 +62,8 @@ func TestAPIServerOutage(t *testing.T) {
 		return e.condIs("a", "probed.io/ready", v1.ConditionFalse) && e.condIs("b", "probed.io/ready", v1.ConditionTrue)
 	})
 	t.Logf("converged %v after the API server came back", time.Since(recovered).Round(10*time.Millisecond))
-	eventually(t, "late probed ready after sync", 30*time.Second, func() bool { c, _ := lp.get("/readyz"); return c == http.StatusOK })
+	// client-go's reflector backs off up to ~30 s while the API server is down.
+	eventually(t, "late probed ready after sync", 60*time.Second, func() bool { c, _ := lp.get("/readyz"); return c == http.StatusOK })
 	select {
 	case <-p.exited:
 		t.Fatal("probed exited during the outage")

@@ -23,8 +23,9 @@ type Options struct {
 	// ready (ctx may end it sooner). Default 60s: a cold apiserver under -race
 	// and parallel builds on two cores is far slower than the usual ~1.5 s.
 	StartTimeout time.Duration
-	// ExtraAPIServerFlags are appended after the harness's flags, so they
-	// win for flags given twice (e.g. "--feature-gates=...").
+	// ExtraAPIServerFlags are appended after the harness's flags. A scalar
+	// flag given again wins (e.g. "--v=4"); a list flag given again adds to
+	// ours (e.g. "--enable-admission-plugins=AlwaysPullImages").
 	ExtraAPIServerFlags []string
 	// RunDir is where certificates, logs and etcd's data go. Default: a new
 	// temporary directory, removed by Stop. A given RunDir is left in place.

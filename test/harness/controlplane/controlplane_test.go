@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -143,6 +144,37 @@ func TestControlPlane(t *testing.T) {
 	}
 }
 
+// TestStartFailureShowsLog checks that a failed start says why (the tail of
+// the apiserver's log) and leaves nothing behind.
+func TestStartFailureShowsLog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runDir := t.TempDir() + "/run"
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		RunDir:              runDir,
+		ExtraAPIServerFlags: []string{"--no-such-flag=1"},
+	})
+	if errors.Is(err, controlplane.ErrBinaryMissing) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err == nil {
+		_ = cp.Stop()
+		t.Fatal("Start succeeded with an unknown apiserver flag")
+	}
+	t.Logf("expected start error:\n%v", err)
+	if !strings.Contains(err.Error(), "unknown flag: --no-such-flag") {
+		t.Errorf("error lacks the apiserver's own message:\n%v", err)
+	}
+	// A given RunDir stays, with the logs; the processes must be gone, so
+	// nothing holds etcd's data directory lock any more.
+	if _, err := os.Stat(runDir + "/kube-apiserver.log"); err != nil {
+		t.Error(err)
+	}
+	if err := os.RemoveAll(runDir); err != nil {
+		t.Error(err)
+	}
+}
+
 // testApplyStatus shows what probed's status writer relies on: with
 // server-side apply on pods/status, status.conditions merges by type, so a
 // field manager owns only its own conditions.
@@ -164,7 +196,7 @@ func testApplyStatus(ctx context.Context, t *testing.T, client kubernetes.Interf
 	apply("kubelet-stand-in", cond(string(corev1.PodReady), corev1.ConditionFalse, "ReadinessGatesNotReady"))
 	apply("probed", cond("probed.io/ready", corev1.ConditionTrue, "ProbeSucceeded"),
 		cond("ready.probed.io/app", corev1.ConditionTrue, "ProbeSucceeded"))
-	got := conditions(ctx, t, pods)
+	got := conditions(ctx, t, client)
 	if got["probed.io/ready"] != "True/ProbeSucceeded" || got["ready.probed.io/app"] != "True/ProbeSucceeded" ||
 		got[string(corev1.PodReady)] != "False/ReadinessGatesNotReady" {
 		t.Fatalf("after both applies: %v", got)
@@ -172,7 +204,7 @@ func testApplyStatus(ctx context.Context, t *testing.T, client kubernetes.Interf
 
 	// probed drops one condition it owns; the other manager's stays.
 	apply("probed", cond("probed.io/ready", corev1.ConditionFalse, "ProbeFailed"))
-	got = conditions(ctx, t, pods)
+	got = conditions(ctx, t, client)
 	if _, ok := got["ready.probed.io/app"]; ok {
 		t.Errorf("condition probed no longer applies is still there: %v", got)
 	}
@@ -193,11 +225,10 @@ func testApplyStatus(ctx context.Context, t *testing.T, client kubernetes.Interf
 	}
 }
 
-func conditions(ctx context.Context, t *testing.T, pods interface {
-	Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
-}) map[string]string {
+// conditions returns default/app's conditions as type -> "Status/Reason".
+func conditions(ctx context.Context, t *testing.T, client kubernetes.Interface) map[string]string {
 	t.Helper()
-	p, err := pods.Get(ctx, "app", metav1.GetOptions{})
+	p, err := client.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,9 +58,8 @@ func tryStartEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
 		"--initial-cluster-state=new",
 		"--logger=zap",
 		"--log-level=warn",
-		// Keep the data dir small; tests never need history.
-		"--auto-compaction-mode=periodic",
-		"--auto-compaction-retention=1m",
+		// No etcd auto-compaction: as in a real cluster, kube-apiserver
+		// compacts (every 5 min), so watch resumption behaves the same.
 	}
 	proc, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args)
 	if err != nil {

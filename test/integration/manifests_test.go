@@ -1,0 +1,88 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+const manifestPath = "../../deploy/daemonset.yaml"
+
+// loadManifests decodes every object of deploy/daemonset.yaml.
+func loadManifests() ([]runtime.Object, error) {
+	b, err := os.ReadFile(manifestPath)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var out []runtime.Object
+	for {
+		doc, err := dec.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", manifestPath, err)
+		}
+		out = append(out, obj)
+	}
+}
+
+// applyAccessManifests creates what deploy/ ships for probed's access: the
+// namespace, service account, RBAC and the node-confinement policy. The
+// DaemonSet itself is for the end-to-end tier, where a kubelet runs it.
+func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
+	objs, err := loadManifests()
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		var err error
+		switch o := obj.(type) {
+		case *v1.Namespace:
+			_, err = c.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *v1.ServiceAccount:
+			_, err = c.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *admissionv1.ValidatingAdmissionPolicy:
+			_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.DaemonSet:
+			continue
+		default:
+			return fmt.Errorf("unexpected object %T in %s", obj, manifestPath)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T: %w", obj, err)
+		}
+	}
+	return nil
+}

@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/containerd/containerd v1.7.35
 	github.com/containerd/containerd/api v1.8.0
-	github.com/containerd/errdefs v0.3.0
 	github.com/moby/sys/signal v0.7.0
 	github.com/prometheus/client_golang v1.23.2
 	go.uber.org/goleak v1.3.0
@@ -31,6 +30,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containerd/cgroups v1.1.0 // indirect
 	github.com/containerd/continuity v0.4.4 // indirect
+	github.com/containerd/errdefs v0.3.0 // indirect
 	github.com/containerd/fifo v1.1.0 // indirect
 	github.com/containerd/log v0.1.0 // indirect
 	github.com/containerd/platforms v0.2.1 // indirect

@@ -51,6 +51,19 @@ type Options struct {
 	Images []string
 	// StartTimeout bounds start-up and image import; default 30s.
 	StartTimeout time.Duration
+	// RunDir, when set, holds all state instead of a new temporary directory
+	// (it is created if missing, and still removed by Stop). Such a dir is
+	// never swept as stale: StopRunDir stops what it holds. The node harness
+	// uses this so that a containerd can outlive the process that started it.
+	RunDir string
+	// CgroupParent is the cgroup parent of RunContainer's pods and what Stop
+	// sweeps; default /probed-test-<random>. A kubelet given the same path as
+	// its cgroupRoot puts its pods there too.
+	CgroupParent string
+	// CNIConfList, when set, is written as the only network config in the
+	// CNI conf dir before containerd starts (pods on the host network, as
+	// RunContainer makes them, need none).
+	CNIConfList []byte
 }
 
 // Containerd is one running private containerd.
@@ -81,13 +94,22 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 	defer cancel()
 
 	sweepStale()
-	runDir, err := os.MkdirTemp("", runDirPrefix)
-	if err != nil {
+	runDir := opts.RunDir
+	if runDir == "" {
+		var err error
+		if runDir, err = os.MkdirTemp("", runDirPrefix); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, err
+	}
+	cgroupParent := opts.CgroupParent
+	if cgroupParent == "" {
+		cgroupParent = "/probed-test-" + randomSuffix()
 	}
 	h := &Containerd{
 		runDir:       runDir,
-		cgroupParent: "/probed-test-" + randomSuffix(),
+		cgroupParent: cgroupParent,
 		exited:       make(chan struct{}),
 	}
 	defer func() {
@@ -101,6 +123,11 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 	}
 	for _, d := range []string{"root", "state", "opt", "runc", "cni", "fifo", "logs"} {
 		if err := os.MkdirAll(h.path(d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if len(opts.CNIConfList) > 0 {
+		if err := os.WriteFile(filepath.Join(h.CNIConfDir(), "10-probed.conflist"), opts.CNIConfList, 0o600); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 const (
@@ -35,14 +39,40 @@ func sweepStale() {
 		if err != nil || processExists(owner) {
 			continue
 		}
-		h := &Containerd{runDir: dir, cgroupParent: f[1]}
-		if b, err := os.ReadFile(filepath.Join(dir, pidFile)); err == nil {
-			h.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		}
-		if err := h.Stop(); err != nil {
+		if err := StopRunDir(dir); err != nil {
 			fmt.Fprintf(os.Stderr, "containerd harness: cleaning up stale %s: %v\n", dir, err)
 		}
 	}
+}
+
+// StopRunDir stops the containerd whose state is in runDir, from the files
+// Start left there, whether or not the process that started it still runs:
+// pods through CRI, then containerd by its PID (only while its command line
+// still names runDir's config), leftover shims, cgroups and mounts; then it
+// removes runDir. A runDir without an owner file is left alone.
+func StopRunDir(runDir string) error {
+	b, err := os.ReadFile(filepath.Join(runDir, ownerFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return fmt.Errorf("malformed %s", filepath.Join(runDir, ownerFile))
+	}
+	h := &Containerd{runDir: runDir, cgroupParent: f[1]}
+	if b, err := os.ReadFile(filepath.Join(runDir, pidFile)); err == nil {
+		h.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	if h.pid != 0 && !h.waitExit(0) {
+		h.conn, err = grpc.NewClient("unix://"+h.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err == nil {
+			h.cri = runtimeapi.NewRuntimeServiceClient(h.conn)
+		}
+	}
+	return h.Stop()
 }
 
 func processExists(pid int) bool {

@@ -29,6 +29,8 @@ type apiServer struct {
 	args   []string
 	runDir string
 	proc   *process // nil while stopped
+	// detached: see Options.Detached.
+	detached bool
 }
 
 func newAPIServer(bin, runDir string, port int, etcdURL string, p *pki, extra []string) *apiServer {
@@ -75,7 +77,7 @@ func (a *apiServer) start(ctx context.Context, client kubernetes.Interface) erro
 			return fmt.Errorf("kube-apiserver already running (pid %d)", a.proc.pid())
 		}
 	}
-	proc, err := startProcess("kube-apiserver", filepath.Join(a.runDir, apiServerLog), a.bin, a.args)
+	proc, err := startProcess("kube-apiserver", filepath.Join(a.runDir, apiServerLog), a.bin, a.args, a.detached)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,11 @@ type Options struct {
 	// RunDir is where certificates, logs and etcd's data go. Default: a new
 	// temporary directory, removed by Stop. A given RunDir is left in place.
 	RunDir string
+	// Detached starts etcd and kube-apiserver in their own session and
+	// without a parent-death signal, so they outlive this process (a demo
+	// that starts a cluster and exits). Stop them with Stop, or later by the
+	// PIDs in RunDir/etcd.pid and RunDir/kube-apiserver.pid (always written).
+	Detached bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver. All methods are safe for
@@ -92,7 +97,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 
 	sctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	e, err := startEtcd(sctx, etcdBin, cp.RunDir)
+	e, err := startEtcd(sctx, etcdBin, cp.RunDir, opts.Detached)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +134,7 @@ func (cp *ControlPlane) startFirstAPIServer(ctx context.Context, bin string) err
 			return err
 		}
 		a := newAPIServer(bin, cp.RunDir, port, cp.etcd.clientURL, cp.pki, cp.opts.ExtraAPIServerFlags)
+		a.detached = cp.opts.Detached
 		cp.mu.Lock()
 		cp.apiserver = a
 		cp.mu.Unlock()
@@ -156,6 +162,10 @@ func (o Options) binaries() (apiserver, etcd string, err error) {
 	}
 	return apiserver, etcd, err
 }
+
+// SAKeyFile is the service-account signing key (PEM), for a
+// kube-controller-manager's --service-account-private-key-file.
+func (cp *ControlPlane) SAKeyFile() string { return cp.pki.saKeyFile }
 
 // RESTConfig returns a new copy of the admin rest.Config.
 func (cp *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(cp.adminCfg) }

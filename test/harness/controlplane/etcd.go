@@ -20,10 +20,10 @@ type etcd struct {
 
 // startEtcd starts etcd with its data in runDir/etcd and waits until /health
 // says true. A lost race for a free port is retried with new ports.
-func startEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
+func startEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		e, err := tryStartEtcd(ctx, bin, runDir)
+		e, err := tryStartEtcd(ctx, bin, runDir, detached)
 		if err == nil {
 			return e, nil
 		}
@@ -36,7 +36,7 @@ func startEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
 }
 
 // tryStartEtcd starts etcd once; on error nothing is left running.
-func tryStartEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
+func tryStartEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
 	clientPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -61,7 +61,7 @@ func tryStartEtcd(ctx context.Context, bin, runDir string) (*etcd, error) {
 		// No etcd auto-compaction: as in a real cluster, kube-apiserver
 		// compacts (every 5 min), so watch resumption behaves the same.
 	}
-	proc, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args)
+	proc, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args, detached)
 	if err != nil {
 		return nil, err
 	}

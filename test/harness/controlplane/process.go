@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,9 +25,11 @@ type process struct {
 	waitErr error         // valid after done is closed
 }
 
-// startProcess runs bin with args, appending its stdout and stderr to logPath.
-// The child is not tied to any context: its lifetime is controlled by stop.
-func startProcess(name, logPath, bin string, args []string) (*process, error) {
+// startProcess runs bin with args, appending its stdout and stderr to logPath,
+// and writes its PID to <name>.pid next to the log. The child is not tied to
+// any context: its lifetime is controlled by stop. A detached child is in its
+// own session and survives this process; otherwise it is killed with it.
+func startProcess(name, logPath, bin string, args []string, detached bool) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -48,9 +52,21 @@ func startProcess(name, logPath, bin string, args []string) (*process, error) {
 		// only retires threads locked by LockOSThread, which we never do.)
 		Pdeathsig: syscall.SIGKILL,
 	}
+	if detached {
+		// Its own session: no parent-death signal, and no SIGINT/SIGHUP
+		// from the terminal that started us.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	pidFile := filepath.Join(filepath.Dir(logPath), name+".pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		return nil, fmt.Errorf("write %s: %w", pidFile, err)
 	}
 	p := &process{name: name, logPath: logPath, cmd: cmd, logFrom: st.Size(), done: make(chan struct{})}
 	go func() {

@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# probed's container image: one static binary on an empty base.
+#
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#                --build-arg REVISION=$(git rev-parse HEAD) -t probed:dev .
+#
+# Where there is no Docker engine (CI, the test machines), hack/build-probed-image.sh
+# assembles the same image with umoci and skopeo (`make image`). Keep the two
+# in step: binary flags, user, entrypoint, env and labels.
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS=linux
+ARG TARGETARCH
+ARG VERSION=dev
+WORKDIR /src
+# Modules first: this layer is reused until go.mod or go.sum change.
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY cmd/ cmd/
+COPY pkg/ pkg/
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath \
+      -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=${VERSION}" \
+      -o /out/probed ./cmd/probed
+
+FROM scratch
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="probed" \
+      org.opencontainers.image.description="Node-side Kubernetes probing daemon" \
+      org.opencontainers.image.source="https://github.com/probed-dev/probed" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /out/probed /probed
+# Non-root by default. The DaemonSet runs it as UID 0, with every capability
+# but KILL dropped, only because the runtime socket is root-owned (0660).
+USER 65532:65532
+ENTRYPOINT ["/probed"]

@@ -1,0 +1,245 @@
+//go:build e2e
+
+// Package e2e is probed's end-to-end tier. TestMain starts one real node on
+// loopback (test/harness/node: etcd, kube-apiserver, controller-manager,
+// scheduler, containerd with a CNI bridge and a kubelet), imports the locally
+// built images, and deploys probed from deploy/ as the DaemonSet. The tests
+// then re-run the Kubernetes "Probing container" conformance scenarios
+// (test/e2e/common/node/container_probe.go) with the probes declared in the
+// probed.io/probes annotation instead of the pod spec: the kubelet runs no
+// probe, probed runs them all, gates readiness through probed.io/ready, and
+// stops containers whose liveness or startup probe fails; the kubelet then
+// restarts them, and its containerStatuses count the restarts.
+//
+//	go test -tags e2e -v -timeout 30m ./test/e2e/
+//
+// Environment:
+//
+//	E2E_OBSERVE            how long "never restarted" scenarios watch (default 2m; upstream 4m)
+//	E2E_OBSERVE_READINESS  how long "never ready" scenarios watch (default 1m, as upstream)
+//	E2E_RUN_DIR            the node's run dir (default: a new temporary directory)
+//	E2E_SKIP_IMAGE_BUILD   set to skip running the image build scripts
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/probed-dev/probed/test/harness/node"
+)
+
+const (
+	// testNS holds every scenario's pod; events are told apart by pod UID.
+	testNS = "probing"
+	// probedImage is what hack/build-probed-image.sh builds.
+	probedImage = "probed:dev"
+)
+
+var (
+	nd       *node.Node
+	client   kubernetes.Interface
+	repoRoot string
+
+	observeLiveness  = envDuration("E2E_OBSERVE", 2*time.Minute)
+	observeReadiness = envDuration("E2E_OBSERVE_READINESS", time.Minute)
+
+	// images are imported into the node's containerd; all are built offline.
+	images = []string{"busybox.tar", "probe-target.tar", "probed.tar"}
+)
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			panic(fmt.Sprintf("%s=%q: %v", name, v, err))
+		}
+		return d
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "e2e %s: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func run(m *testing.M) (code int) {
+	flag.Parse()
+	// Every scenario runs in parallel with the others; the default
+	// -test.parallel (GOMAXPROCS, 2 here) would serialize them.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", "100")
+	}
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: skipped in -short mode")
+		return 0
+	}
+	began := time.Now()
+	var err error
+	if repoRoot, err = filepath.Abs("../.."); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	if os.Getenv("E2E_SKIP_IMAGE_BUILD") == "" {
+		for _, script := range []string{"hack/build-images.sh", "hack/build-workload-images.sh", "hack/build-probed-image.sh"} {
+			t0 := time.Now()
+			cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, script))
+			cmd.Dir = repoRoot
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				logf("%s: %v", script, err)
+				return 1
+			}
+			logf("%s done in %v", script, time.Since(t0).Round(time.Millisecond))
+		}
+	}
+
+	runDir := os.Getenv("E2E_RUN_DIR")
+	if runDir == "" {
+		if runDir, err = os.MkdirTemp("", "probed-e2e-"); err != nil {
+			logf("%v", err)
+			return 1
+		}
+	}
+	t0 := time.Now()
+	nd, err = node.Start(ctx, node.Options{RunDir: runDir})
+	if err != nil {
+		logf("starting the node: %v", err)
+		return 1
+	}
+	logf("node %q up in %v (run dir %s)", nd.Name, time.Since(t0).Round(time.Millisecond), runDir)
+	stopped := sync.OnceValue(func() error {
+		t0 := time.Now()
+		err := nd.Stop()
+		logf("node stopped in %v (err=%v)", time.Since(t0).Round(time.Millisecond), err)
+		return err
+	})
+	defer func() {
+		if err := stopped(); err != nil && code == 0 {
+			code = 1
+		}
+	}()
+	// An interrupted run must not leave a node behind.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			logf("%v: stopping the node", s)
+			_ = stopped()
+			os.Exit(130)
+		}
+	}()
+
+	t0 = time.Now()
+	for _, img := range images {
+		if err := nd.ImportImage(ctx, filepath.Join(repoRoot, ".cache/images", img)); err != nil {
+			logf("importing %s: %v", img, err)
+			return 1
+		}
+	}
+	logf("images imported in %v", time.Since(t0).Round(time.Millisecond))
+
+	// The scenarios poll the API server from dozens of goroutines; client-go's
+	// default 5 QPS would make the tests, not probed, the slow part.
+	cfg := nd.RESTConfig()
+	cfg.QPS, cfg.Burst = 200, 400
+	if client, err = kubernetes.NewForConfig(cfg); err != nil {
+		logf("%v", err)
+		return 1
+	}
+
+	t0 = time.Now()
+	if err := nd.DeployProbed(ctx, probedImage, "-v=3"); err != nil {
+		logf("deploying probed: %v", err)
+		dumpProbedLog(ctx, 100)
+		return 1
+	}
+	logf("probed deployed and Ready in %v", time.Since(t0).Round(time.Millisecond))
+
+	if err := createNamespace(ctx, testNS); err != nil {
+		logf("namespace %s: %v", testNS, err)
+		return 1
+	}
+	logf("setup done in %v; scenarios observe %v (liveness) and %v (readiness)",
+		time.Since(began).Round(time.Millisecond), observeLiveness, observeReadiness)
+
+	t0 = time.Now()
+	code = m.Run()
+	logf("scenarios done in %v", time.Since(t0).Round(time.Millisecond))
+	printSummary()
+	if code != 0 {
+		dumpProbedLog(ctx, 60)
+	}
+	logf("whole tier: %v", time.Since(began).Round(time.Millisecond))
+	return code
+}
+
+// createNamespace creates ns and waits for its default service account, which
+// the controller-manager adds and pod admission requires.
+func createNamespace(ctx context.Context, ns string) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// result is one scenario's outcome for the summary.
+type result struct {
+	name     string
+	outcome  string
+	duration time.Duration
+	notes    []string
+}
+
+var (
+	resultsMu sync.Mutex
+	results   []result
+)
+
+func record(r result) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	results = append(results, r)
+}
+
+func printSummary() {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	sort.Slice(results, func(i, j int) bool { return results[i].name < results[j].name })
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-62s %-5s %9s  %s\n", "SCENARIO", "", "DURATION", "NOTES")
+	for _, r := range results {
+		fmt.Fprintf(&b, "%-62s %-5s %8.1fs  %s\n", r.name, r.outcome, r.duration.Seconds(), strings.Join(r.notes, "; "))
+	}
+	fmt.Fprint(os.Stdout, b.String())
+}

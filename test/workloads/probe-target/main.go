@@ -1,0 +1,257 @@
+// Command probe-target is the workload that probed's end-to-end tier and demo
+// probe. One static binary, configured by flags, stands in for the agnhost
+// "liveness", "test-webserver" and "grpc-health-checking" programs that the
+// Kubernetes "Probing container" tests use, plus a few behaviours the demo needs:
+//
+//	HTTP (--http):
+//	  /                   200 "ok" (a plain web server)
+//	  /healthz            200 "ok"; 500 once --healthz-fail-after has passed since
+//	                      start, while --fail-file exists, or after POST /fail
+//	  /readyz             200 "ready" or 503 "not ready": not ready before
+//	                      --ready-after, during the "down" half of --ready-flip,
+//	                      while --unready-file exists, and once SIGTERM arrived
+//	  /redirect?loc=URL   302 Found to URL (local: "/healthz"; non-local: "http://0.0.0.0/")
+//	  /fail, /recover     POST: make /healthz fail, or healthy again
+//	TCP (--tcp):          accepts connections and closes them
+//	gRPC (--grpc):        grpc.health.v1.Health; service "" follows /healthz,
+//	                      service "ready" follows /readyz
+//
+// --start-delay postpones every listener, for slow starters behind a startup
+// probe. On SIGTERM it turns unready, waits --term-delay, and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+type config struct {
+	httpAddr         string
+	tcpAddr          string
+	grpcAddr         string
+	startDelay       time.Duration
+	healthzFailAfter time.Duration
+	failFile         string
+	readyAfter       time.Duration
+	readyFlip        time.Duration
+	unreadyFile      string
+	termDelay        time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.httpAddr, "http", ":8080", "HTTP listen address; empty disables HTTP")
+	flag.StringVar(&c.tcpAddr, "tcp", "", "plain TCP listen address (accept and close); empty disables it")
+	flag.StringVar(&c.grpcAddr, "grpc", "", "gRPC health server listen address; empty disables it")
+	flag.DurationVar(&c.startDelay, "start-delay", 0, "open no listener until this long after start (a slow starter)")
+	flag.DurationVar(&c.healthzFailAfter, "healthz-fail-after", 0, "/healthz fails once this long has passed since start; 0 never")
+	flag.StringVar(&c.failFile, "fail-file", "", "/healthz fails while this file exists")
+	flag.DurationVar(&c.readyAfter, "ready-after", 0, "/readyz is not ready until this long after start")
+	flag.DurationVar(&c.readyFlip, "ready-flip", 0, "/readyz alternates ready and not ready every this long; 0 always ready")
+	flag.StringVar(&c.unreadyFile, "unready-file", "", "/readyz is not ready while this file exists")
+	flag.DurationVar(&c.termDelay, "term-delay", 0, "on SIGTERM, stay up (unready) this long before exiting")
+	flag.Parse()
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	log.SetPrefix("probe-target: ")
+	if err := run(c); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// target holds the health state every endpoint reports from.
+type target struct {
+	cfg         config
+	started     time.Time
+	forcedFail  atomic.Bool
+	terminating atomic.Bool
+}
+
+// healthy reports the liveness state and why it is unhealthy.
+func (t *target) healthy() (bool, string) {
+	switch {
+	case t.cfg.healthzFailAfter > 0 && time.Since(t.started) > t.cfg.healthzFailAfter:
+		return false, fmt.Sprintf("error: unhealthy %.1fs after start", time.Since(t.started).Seconds())
+	case t.forcedFail.Load():
+		return false, "error: failed on request"
+	case t.cfg.failFile != "" && exists(t.cfg.failFile):
+		return false, "error: " + t.cfg.failFile + " exists"
+	}
+	return true, "ok"
+}
+
+// ready reports the readiness state and why it is not ready.
+func (t *target) ready() (bool, string) {
+	up := time.Since(t.started)
+	switch {
+	case t.terminating.Load():
+		return false, "not ready: terminating"
+	case up < t.cfg.readyAfter:
+		return false, fmt.Sprintf("not ready: warming up (%.0fs of %.0fs)", up.Seconds(), t.cfg.readyAfter.Seconds())
+	case t.cfg.readyFlip > 0 && int64((up-t.cfg.readyAfter)/t.cfg.readyFlip)%2 == 1:
+		return false, "not ready: in the down half of the flip cycle"
+	case t.cfg.unreadyFile != "" && exists(t.cfg.unreadyFile):
+		return false, "not ready: " + t.cfg.unreadyFile + " exists"
+	}
+	return true, "ready"
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func (t *target) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	m.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ok, msg := t.healthy()
+		if !ok {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		fmt.Fprint(w, msg)
+	})
+	m.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, msg := t.ready()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprint(w, msg)
+	})
+	// As agnhost's: the location is taken from ?loc= (query-unescaped) and
+	// answered with 302 Found, whose body the kubelet quotes in ProbeWarning.
+	m.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		loc, err := url.QueryUnescape(r.URL.Query().Get("loc"))
+		if err != nil || loc == "" {
+			http.Error(w, "missing or invalid loc", http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, loc, http.StatusFound)
+	})
+	m.HandleFunc("POST /fail", func(w http.ResponseWriter, r *http.Request) {
+		t.forcedFail.Store(true)
+		fmt.Fprintln(w, "/healthz now fails")
+	})
+	m.HandleFunc("POST /recover", func(w http.ResponseWriter, r *http.Request) {
+		t.forcedFail.Store(false)
+		fmt.Fprintln(w, "/healthz healthy again")
+	})
+	return m
+}
+
+func run(c config) error {
+	t := &target{cfg: c, started: time.Now()}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	log.Printf("started: %+v", c)
+
+	if c.startDelay > 0 {
+		log.Printf("slow start: opening listeners in %v", c.startDelay)
+		select {
+		case <-time.After(c.startDelay):
+		case s := <-sigs:
+			log.Printf("%v during slow start: exiting", s)
+			return nil
+		}
+	}
+
+	errs := make(chan error, 3)
+	var httpSrv *http.Server
+	if c.httpAddr != "" {
+		ln, err := net.Listen("tcp", c.httpAddr)
+		if err != nil {
+			return err
+		}
+		httpSrv = &http.Server{Handler: t.mux(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errs <- httpSrv.Serve(ln) }()
+		log.Printf("HTTP on %s", ln.Addr())
+	}
+	if c.tcpAddr != "" {
+		ln, err := net.Listen("tcp", c.tcpAddr)
+		if err != nil {
+			return err
+		}
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					errs <- err
+					return
+				}
+				conn.Close()
+			}
+		}()
+		log.Printf("TCP on %s", ln.Addr())
+	}
+	var grpcSrv *grpc.Server
+	if c.grpcAddr != "" {
+		ln, err := net.Listen("tcp", c.grpcAddr)
+		if err != nil {
+			return err
+		}
+		grpcSrv = grpc.NewServer()
+		hs := health.NewServer()
+		healthpb.RegisterHealthServer(grpcSrv, hs)
+		go t.syncGRPCHealth(hs)
+		go func() { errs <- grpcSrv.Serve(ln) }()
+		log.Printf("gRPC health on %s", ln.Addr())
+	}
+
+	select {
+	case err := <-errs:
+		return err
+	case s := <-sigs:
+		t.terminating.Store(true)
+		log.Printf("%v: unready, exiting in %v", s, c.termDelay)
+		time.Sleep(c.termDelay)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if httpSrv != nil {
+		if err := httpSrv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			log.Printf("HTTP shutdown: %v", err)
+		}
+	}
+	if grpcSrv != nil {
+		grpcSrv.Stop()
+	}
+	log.Print("exiting")
+	return nil
+}
+
+// syncGRPCHealth mirrors /healthz into service "" and /readyz into service "ready".
+func (t *target) syncGRPCHealth(hs *health.Server) {
+	status := func(ok bool) healthpb.HealthCheckResponse_ServingStatus {
+		if ok {
+			return healthpb.HealthCheckResponse_SERVING
+		}
+		return healthpb.HealthCheckResponse_NOT_SERVING
+	}
+	for {
+		live, _ := t.healthy()
+		ready, _ := t.ready()
+		hs.SetServingStatus("", status(live))
+		hs.SetServingStatus("ready", status(ready))
+		time.Sleep(100 * time.Millisecond)
+	}
+}

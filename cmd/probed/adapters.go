@@ -2,16 +2,11 @@ package main
 
 import (
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-type (
-	metav1ListOptions = metav1.ListOptions
-	typesUID          = types.UID
-)
-
-// podGetterFunc adapts a function to status.PodGetter.
+// podGetterFunc adapts a function to status.PodGetter; the writer and the
+// manager read pods from the same informer cache.
 type podGetterFunc func(types.UID) (*v1.Pod, bool)
 
 func (f podGetterFunc) Pod(uid types.UID) (*v1.Pod, bool) { return f(uid) }

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -55,7 +57,7 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(lo *metav1ListOptions) {
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
 		}))
 	podInformer := factory.Core().V1().Pods().Informer()
@@ -83,7 +85,7 @@ func run(ctx context.Context, o *options) error {
 	var mgr *manager.Manager
 	writer, err := status.NewWriter(status.Options{
 		Client:  client,
-		Pods:    podGetterFunc(func(uid typesUID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
+		Pods:    podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
 		Mode:    status.Mode(o.StatusMode),
 		DryRun:  o.DryRun,
 		Resync:  o.StatusResync,

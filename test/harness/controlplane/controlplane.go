@@ -19,9 +19,9 @@ type Options struct {
 	BinDir string
 	// EtcdBinary defaults to $PROBED_ETCD_BIN, then etcd on $PATH, then /usr/bin/etcd.
 	EtcdBinary string
-	// StartTimeout bounds each wait for etcd and the apiserver to become
-	// ready (ctx may end it sooner). Default 60s: a cold apiserver under -race
-	// and parallel builds on two cores is far slower than the usual ~1.5 s.
+	// StartTimeout bounds Start as a whole, and each StartAPIServer (ctx
+	// may end them sooner). Default 60s: on two busy cores a start can take
+	// several times the ~2.5 s it takes on a quiet machine.
 	StartTimeout time.Duration
 	// ExtraAPIServerFlags are appended after the harness's flags. A scalar
 	// flag given again wins (e.g. "--v=4"); a list flag given again adds to

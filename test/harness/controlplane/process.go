@@ -72,6 +72,8 @@ func startProcess(name, logPath, bin string, args []string, detached bool) (*pro
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
+		// A stale PID file could later name an unrelated process.
+		_ = os.Remove(pidFile)
 		close(p.done)
 	}()
 	return p, nil

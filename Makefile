@@ -43,3 +43,26 @@ images:
 
 clean:
 	rm -rf bin
+
+.PHONY: image demo demo-down
+
+## image: probed's container image as .cache/images/probed.tar (probed:dev), built
+## offline with umoci and skopeo; the Dockerfile builds the same with Docker.
+image:
+	bash hack/build-probed-image.sh
+
+## demo: a real single-node cluster on loopback with probed and sample workloads,
+## watched for about 80 s; it keeps running until `make demo-down`.
+demo:
+	bash hack/demo.sh
+
+demo-down:
+	bash hack/demo-down.sh
+
+.PHONY: bench
+
+## bench: issue 6 benchmarks, probed's prober and worker against the kubelet's
+## probing code on loopback (~15 min, writes docs/benchmarks/); BENCH_QUICK=1
+## for a 2-3 minute smoke (writes .cache/bench/quick/).
+bench:
+	bash hack/bench.sh

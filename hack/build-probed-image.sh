@@ -47,8 +47,11 @@ for tool in go umoci skopeo; do
   }
 done
 
-echo "build-probed-image: building the static binary (version $version)..."
 mkdir -p "$work_bin" "$out"
+# The e2e tier and the demo may build at the same time: one at a time.
+exec 9>"$work_bin/.lock"
+flock 9
+echo "build-probed-image: building the static binary (version $version)..."
 start=$SECONDS
 CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -trimpath \
   -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=$version" \

@@ -20,10 +20,11 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/manager/ ;;
     integration)
-      step "integration tier: real etcd + kube-apiserver"
+      step "integration tier: real etcd + kube-apiserver + Prometheus, promtool"
       bash hack/install-deps.sh
       bash hack/build-k8s.sh kube-apiserver
-      go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/integration/... ;;
+      go test -count=1 ./test/monitoring/
+      go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/... ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh

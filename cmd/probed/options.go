@@ -27,6 +27,13 @@ type options struct {
 	KubeAPIQPS         float64
 	KubeAPIBurst       int
 	ProbeUserAgent     string
+	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
+	ProbeHostPolicy string
+	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
+	LivenessRestartBudget int
+	// LivenessWorkloadGuard pauses liveness restarts of a workload while
+	// more than half of its pods on the node fail liveness.
+	LivenessWorkloadGuard bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -46,6 +53,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
+	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
+	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
+	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 }
 
 func (o *options) validate() error {
@@ -62,6 +72,10 @@ func (o *options) validate() error {
 	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
 	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
 	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
+	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
+	if o.LivenessRestartBudget < 0 {
+		errs = append(errs, fmt.Errorf("--liveness-restart-budget=%d: must be 0 (unlimited) or more", o.LivenessRestartBudget))
+	}
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
 	}

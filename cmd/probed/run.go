@@ -27,6 +27,7 @@ import (
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -36,7 +37,9 @@ import (
 // logic of its own.
 func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed", "version", version.Version, "node", o.NodeName, "statusMode", o.StatusMode,
-		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction)
+		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
+		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
+		"livenessWorkloadGuard", o.LivenessWorkloadGuard)
 	start := time.Now()
 	cfg, err := restConfig(o)
 	if err != nil {
@@ -62,6 +65,26 @@ func run(ctx context.Context, o *options) error {
 		}))
 	podInformer := factory.Core().V1().Pods().Informer()
 
+	hostPolicy, err := prober.ParseHostPolicy(o.ProbeHostPolicy)
+	if err != nil {
+		return err
+	}
+	hostGuard := prober.NewHostGuard(hostPolicy, prober.HostGuardOptions{
+		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
+	})
+
+	// The restart guard: a node-wide budget and the per-workload guard in
+	// front of the runtime killer, when probed restarts containers at all.
+	restartMetrics := restartguard.NewMetrics(reg)
+	var workloads *restartguard.Workloads
+	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == "restart" {
+		owned, err := restartguard.IndexByController(podInformer)
+		if err != nil {
+			return err
+		}
+		workloads = restartguard.NewWorkloads(owned, restartMetrics)
+	}
+
 	var recorder worker.Recorder
 	var killer worker.Killer
 	if !o.DryRun {
@@ -71,6 +94,19 @@ func run(ctx context.Context, o *options) error {
 		defer broadcaster.Shutdown()
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
 		killer = &worker.RuntimeKiller{Runtime: runtime, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
+		if o.LivenessAction == "restart" {
+			killer = &restartguard.Killer{
+				Inner:     killer,
+				Budget:    restartguard.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
+				Workloads: workloads,
+				Recorder:  recorder,
+				Metrics:   restartMetrics,
+			}
+		}
+	}
+	var liveness manager.LivenessTracker
+	if workloads != nil {
+		liveness = workloads
 	}
 
 	var metricOpts []worker.MetricsOption
@@ -97,8 +133,10 @@ func run(ctx context.Context, o *options) error {
 	mgr, err = manager.New(manager.Options{
 		Informer:    podInformer,
 		Source:      source,
-		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent}),
+		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard}),
 		Killer:      killer,
+		HostGuard:   hostGuard,
+		Liveness:    liveness,
 		Recorder:    recorder,
 		Status:      writer,
 		Metrics:     worker.NewMetrics(reg, metricOpts...),
@@ -115,7 +153,8 @@ func run(ctx context.Context, o *options) error {
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	factory.Start(mgrCtx.Done())
-	wg.Add(2)
+	wg.Add(3)
+	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); writer.Run(writerCtx) }()
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()

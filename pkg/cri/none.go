@@ -25,3 +25,6 @@ func (none) ExecInContainer(context.Context, string, []string, time.Duration) ([
 func (none) StopContainer(context.Context, string, time.Duration) error { return ErrNoRuntime }
 func (none) Ready(context.Context) error                                { return nil }
 func (none) Close() error                                               { return nil }
+
+// Name labels the runtime metrics.
+func (none) Name() string { return TypeNone }

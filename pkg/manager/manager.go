@@ -35,7 +35,16 @@ type Options struct {
 	Source   ProbeSource
 	Prober   worker.Prober
 	// Killer acts on liveness and startup failures; nil takes no action (dry run).
+	// A kill it cancels with a restartguard.DeferredError marked Reprobe
+	// restarts the worker, so the container is probed afresh.
 	Killer worker.Killer
+	// HostGuard applies --probe-host-policy to the IP literals probes name
+	// as hosts, at sync time, as validation problems; nil checks nothing.
+	// The prober applies the same guard when it dials.
+	HostGuard *prober.HostGuard
+	// Liveness, if set, hears liveness successes and pods leaving (the
+	// restart guard's workload tracker).
+	Liveness LivenessTracker
 	// Recorder emits events; nil emits none (dry run).
 	Recorder worker.Recorder
 	Status   StatusSink

@@ -42,6 +42,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	}
 
 	declared, problems := DeclaredProbes(pod, m.opts.Source)
+	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
 	if e == nil {
@@ -104,6 +105,8 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		delete(e.specs, k)
 		if ok {
 			klog.InfoS("Probe changed; restarting its worker", "pod", klog.KObj(pod), "container", k.container, "probeType", k.probeType)
+		} else if k.probeType == prober.Liveness && m.opts.Liveness != nil {
+			m.opts.Liveness.LivenessPassed(pod.UID, k.container)
 		}
 		// The replacement starts once the old worker has cleaned up, so its
 		// results are never removed from under the new one.
@@ -122,6 +125,10 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 	k := probeKey{d.Container.Name, d.Type}
 	uid := pod.UID
 	var w *worker.Worker
+	var killer worker.Killer
+	if m.opts.Killer != nil {
+		killer = workerKiller{m: m, ctx: ctx, uid: uid, key: k, w: &w}
+	}
 	w = worker.New(worker.Config{
 		PodUID:        uid,
 		PodNamespace:  pod.Namespace,
@@ -129,11 +136,11 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Container:     d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,
-		Prober:        m.opts.Prober,
+		Prober:        workerProber{m: m, uid: uid, container: d.Container.Name},
 		Pods:          m,
 		Results:       m.resultsFor(d.Type),
 		Recorder:      m.opts.Recorder,
-		Killer:        m.opts.Killer,
+		Killer:        killer,
 		Started:       m.started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
@@ -202,6 +209,9 @@ func (m *Manager) removePodLocked(uid types.UID) {
 		delete(m.byKey, key)
 	}
 	m.opts.Status.Forget(uid)
+	if m.opts.Liveness != nil {
+		m.opts.Liveness.ForgetPod(uid)
+	}
 	klog.V(2).InfoS("Stopped probing pod", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", uid)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,18 +25,26 @@ import (
 type grpcProber struct {
 	// opts are immutable and shared by all probes.
 	opts []grpc.DialOption
+	// guarded is set when a host guard checks connections: the dialer then
+	// needs the probe's scope, which gRPC's own dial context does not
+	// carry, so each probe adds a dialer that brings it along.
+	guarded bool
+	dialer  *net.Dialer
 }
 
-func newGRPCProber(userAgent string) *grpcProber {
-	dialer := newProbeDialer()
-	return &grpcProber{opts: []grpc.DialOption{
+func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
+	dialer := newGuardedDialer(guard)
+	p := &grpcProber{dialer: dialer, guarded: guard.active(), opts: []grpc.DialOption{
 		grpc.WithUserAgent(userAgent),
 		// Probes carry no credentials, as in the kubelet.
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "tcp", addr)
-		}),
 	}}
+	if !p.guarded {
+		p.opts = append(p.opts, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "tcp", addr)
+		}))
+	}
+	return p
 }
 
 func (p *grpcProber) probe(ctx context.Context, host, service string, port int, timeout time.Duration) (Result, string, error) {
@@ -45,6 +54,9 @@ func (p *grpcProber) probe(ctx context.Context, host, service string, port int, 
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	conn, err := p.connect(ctx, addr)
 	if err != nil {
+		if isRefused(err) {
+			return Unknown, "", err
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			klog.V(4).InfoS("gRPC probe could not connect in time", "addr", addr, "service", service, "timeout", timeout, "err", err)
 			return Failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err), nil
@@ -79,7 +91,15 @@ func (p *grpcProber) probe(ctx context.Context, host, service string, port int, 
 // deadline, and the error is then the bare context error. The passthrough
 // scheme hands the address to the dialer as is, again like DialContext.
 func (p *grpcProber) connect(ctx context.Context, addr string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient("passthrough:///"+addr, p.opts...)
+	opts := p.opts
+	if p.guarded {
+		// The last dialer option wins; p.opts has none when guarded.
+		probeCtx := ctx
+		opts = append(slices.Clip(p.opts), grpc.WithContextDialer(func(dialCtx context.Context, addr string) (net.Conn, error) {
+			return p.dialer.DialContext(copyDialScope(dialCtx, probeCtx), "tcp", addr)
+		}))
+	}
+	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,9 @@ type httpProber struct {
 	clients map[time.Duration]*http.Client
 }
 
-func newHTTPProber() *httpProber {
+// newHTTPProber returns the HTTP prober; guard (which may be nil) checks
+// every connection, and every redirect.
+func newHTTPProber(guard *HostGuard) *httpProber {
 	t := &http.Transport{
 		// Probes target pods that mostly serve self-signed certificates.
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity
@@ -41,7 +43,7 @@ func newHTTPProber() *httpProber {
 		Proxy: http.ProxyURL(nil),
 		// Without this Go adds Accept-Encoding: gzip, which the kubelet does not send.
 		DisableCompression: true,
-		DialContext:        newProbeDialer().DialContext,
+		DialContext:        newGuardedDialer(guard).DialContext,
 	}
 	// The kubelet's defaults: TLS handshake and idle timeouts, and HTTP/2 over
 	// TLS when the pod offers it.
@@ -67,10 +69,25 @@ func (p *httpProber) client(timeout time.Duration) *http.Client {
 	c = &http.Client{
 		Timeout:       timeout,
 		Transport:     p.transport,
-		CheckRedirect: sameHostRedirects,
+		CheckRedirect: checkRedirect,
 	}
 	p.clients[timeout] = c
 	return c
+}
+
+// checkRedirect applies the kubelet's sameHostRedirects, then refuses a
+// followed redirect to an address the host policy refuses. A redirect to a
+// name is judged when it is dialed, by the addresses the name resolves to.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	// A redirect to another host is never followed (the kubelet's Warning),
+	// so it sends nothing anywhere and needs no policy check.
+	if err := sameHostRedirects(req, via); err != nil {
+		return err
+	}
+	if err := checkHost(req.Context(), req.URL.Hostname()); err != nil {
+		return fmt.Errorf("redirect refused: %w", err)
+	}
+	return nil
 }
 
 // sameHostRedirects follows redirects to the probed host only (any port), so
@@ -89,10 +106,14 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 
 // probe sends req and judges the response as the kubelet's DoHTTPProbe does.
 // Transport errors, timeouts included, are a Failure carrying the error text
-// and a nil error; only a failure to read the body is an error.
+// and a nil error; only a failure to read the body, and a connection or
+// redirect the host policy refuses, are errors.
 func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, string, error) {
 	resp, err := p.client(timeout).Do(req)
 	if err != nil {
+		if isRefused(err) {
+			return Unknown, "", err
+		}
 		return Failure, err.Error(), nil
 	}
 	defer func() { _ = resp.Body.Close() }()

@@ -12,6 +12,10 @@ type Options struct {
 	// so that applications which special-case the kubelet's probes keep working.
 	// Empty means DefaultUserAgentVersion.
 	UserAgentVersion string
+	// HostGuard applies --probe-host-policy to every connection of an
+	// httpGet, tcpSocket or grpc probe, redirects included. Nil checks
+	// nothing, as the kubelet does.
+	HostGuard *HostGuard
 }
 
 // userAgent returns the User-Agent probes send, as the kubelet does.

@@ -32,6 +32,7 @@ type Prober struct {
 	http      *httpProber
 	tcp       *tcpProber
 	grpc      *grpcProber
+	guard     *HostGuard
 }
 
 // New returns a Prober. runner carries out exec probes; it may be nil when
@@ -41,9 +42,10 @@ func New(runner CommandRunner, opts Options) *Prober {
 	return &Prober{
 		runner:    runner,
 		userAgent: ua,
-		http:      newHTTPProber(),
-		tcp:       newTCPProber(),
-		grpc:      newGRPCProber(ua),
+		http:      newHTTPProber(opts.HostGuard),
+		tcp:       newTCPProber(opts.HostGuard),
+		grpc:      newGRPCProber(ua, opts.HostGuard),
+		guard:     opts.HostGuard,
 	}
 }
 
@@ -61,10 +63,14 @@ func New(runner CommandRunner, opts Options) *Prober {
 // A nil spec means there is no probe, which the kubelet counts as Success.
 // If ctx ends during the probe the caller is going away: Probe then returns
 // Failure and ctx's error and emits nothing, since the container is not at fault.
+//
+// A network probe whose address the host policy refuses (see HostGuard) is
+// not sent: it errors, once, with the refusal (a *RefusedError in the chain).
 func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
 	if spec == nil {
 		return results.Success, "", nil
 	}
+	ctx = withDialScope(ctx, p.guard, target)
 	result, output, err := p.runWithRetries(ctx, spec, target)
 	if ctx.Err() != nil {
 		return results.Failure, output, ctx.Err()
@@ -111,7 +117,8 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 	)
 	for range maxProbeRetries {
 		result, output, err = p.runOnce(ctx, spec, target)
-		if err == nil || ctx.Err() != nil {
+		// A refusal by the host policy would only be refused again.
+		if err == nil || ctx.Err() != nil || isRefused(err) {
 			break
 		}
 	}
@@ -137,6 +144,9 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 			klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
 			return Unknown, "", err
 		}
+		if err := checkHost(ctx, req.URL.Hostname()); err != nil {
+			return Unknown, "", err
+		}
 		if v := klog.V(4); v.Enabled() {
 			v.InfoS("HTTP probe", "url", req.URL, "headers", h.HTTPGet.HTTPHeaders, "timeout", timeout)
 		}
@@ -152,6 +162,9 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		if host == "" {
 			host = target.PodIP
 		}
+		if err := checkHost(ctx, host); err != nil {
+			return Unknown, "", err
+		}
 		addr := net.JoinHostPort(host, strconv.Itoa(port))
 		if v := klog.V(4); v.Enabled() {
 			v.InfoS("TCP probe", "addr", addr, "timeout", timeout)
@@ -163,7 +176,11 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		if h.GRPC.Service != nil {
 			service = *h.GRPC.Service
 		}
-		// gRPC probes have no host field: always the pod IP.
+		// gRPC probes have no host field: always the pod IP, which the
+		// host policy still checks (an empty one would reach this node).
+		if err := checkHost(ctx, target.PodIP); err != nil {
+			return Unknown, "", err
+		}
 		if v := klog.V(4); v.Enabled() {
 			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout)
 		}

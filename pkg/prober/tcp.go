@@ -13,17 +13,23 @@ type tcpProber struct {
 	dialer *net.Dialer
 }
 
-func newTCPProber() *tcpProber {
-	return &tcpProber{dialer: newProbeDialer()}
+// newTCPProber returns the TCP prober; guard (which may be nil) checks
+// every connection.
+func newTCPProber(guard *HostGuard) *tcpProber {
+	return &tcpProber{dialer: newGuardedDialer(guard)}
 }
 
 // probe dials addr within timeout. A failed dial, timeout included, is a
-// Failure whose output is the dial error text; it is never an error.
+// Failure whose output is the dial error text; only a connection the host
+// policy refuses is an error.
 func (p *tcpProber) probe(ctx context.Context, addr string, timeout time.Duration) (Result, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := p.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if isRefused(err) {
+			return Unknown, "", err
+		}
 		return Failure, err.Error(), nil
 	}
 	if err := conn.Close(); err != nil {

@@ -50,6 +50,9 @@ const MaxOutputBytes = 10 * 1024
 type Target struct {
 	// PodIP is the default host for network probes.
 	PodIP string
+	// PodIPs are all of the pod's IPs (status.podIPs). With PodIP they are
+	// the addresses the host policy always allows; see HostGuard.
+	PodIPs []string
 	// ContainerID is runtime-qualified, for example "containerd://<id>".
 	ContainerID string
 	// Ports are the container's declared ports, for resolving named ports.

@@ -58,7 +58,13 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 		// On hold until a new container instance appears.
 		w.state = StateOnHold
 		if w.killPending && cs.State.Running != nil {
-			w.kill(ctx, pod)
+			if pod.DeletionTimestamp != nil {
+				// The pod is being stopped anyway: a deferred or failed kill
+				// retried now would restart a container mid-shutdown.
+				w.killPending = false
+			} else {
+				w.kill(ctx, pod)
+			}
 		}
 		return true
 	}

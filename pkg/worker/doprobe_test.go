@@ -576,6 +576,26 @@ func TestKillErrorIsRetriedWhileRunning(t *testing.T) {
 	}
 }
 
+// A kill that failed (or was deferred) is not retried once the pod is being
+// deleted: the kubelet is stopping the container already.
+func TestPendingKillDroppedOnPodDeletion(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	pod := runningPod(epoch)
+	e.pods.set(pod)
+	e.prober.set(results.Failure)
+	e.killer.err = errors.New("deferred")
+	expectContinue(t, w, "failure at threshold")
+	deleting := pod.DeepCopy()
+	now := metav1.NewTime(epoch)
+	deleting.DeletionTimestamp = &now
+	e.pods.set(deleting)
+	expectContinue(t, w, "on hold, pod deleting")
+	expectContinue(t, w, "still on hold")
+	if n := len(e.killer.calls()); n != 1 {
+		t.Fatalf("kill attempts = %d, want 1 (none after deletion)", n)
+	}
+}
+
 func TestNilKiller(t *testing.T) {
 	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1}, func(c *Config) { c.Killer = nil })
 	e.pods.set(runningPod(epoch))

@@ -29,7 +29,10 @@ const (
 //   - probed_container_kills_total{probe_type,outcome}: counter of container
 //     kills after a liveness or startup failure; outcome is success or error.
 //
-// The per-pod series of a worker are deleted when the worker ends.
+// The per-pod series of a worker are deleted when the worker ends. The
+// node-level counters and probed_workers are present at zero from the start
+// (kills for liveness and startup only); the lateness histogram appears with a
+// probe type's first periodic tick.
 type Metrics struct {
 	probeTotal    *prometheus.CounterVec
 	probeDuration *prometheus.HistogramVec
@@ -93,6 +96,18 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 		Name: "probed_container_kills_total",
 		Help: "Containers stopped after failing a liveness or startup probe, by outcome (success or error).",
 	}, []string{"probe_type", "outcome"})
+	// The node-level counters and gauges start at zero for every probe type
+	// (and kill outcome), so they are on /metrics from the start: rate() and
+	// increase() then see their first increment, and absent() never fires on
+	// a healthy node. Liveness and startup are the only types that kill.
+	for _, t := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
+		m.workers.WithLabelValues(t.String())
+		m.panics.WithLabelValues(t.String())
+		if t != prober.Readiness {
+			m.kills.WithLabelValues(t.String(), KillOutcomeSuccess)
+			m.kills.WithLabelValues(t.String(), KillOutcomeError)
+		}
+	}
 	if reg != nil {
 		reg.MustRegister(m.probeTotal, m.probeDuration, m.workers, m.lateness, m.panics, m.kills)
 	}

@@ -59,7 +59,7 @@ func testDemo(t *testing.T) {
 			p := s.waitContainerStarted()
 			s.expectRestarts(s.restartCount(p), 1, 3*time.Minute)
 			s.expectEvent(warning, "Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500")
-			s.expectEvent(normal, "Killing", killingMsg("app", "liveness"))
+			s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 		}},
 		// Listens only after 40 s; the startup probe covers it, then it turns Ready.
 		{"slow-starter", "app", func(s *sc) {

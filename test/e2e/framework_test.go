@@ -148,8 +148,19 @@ func (s *sc) elapsed() time.Duration { return time.Since(s.start).Round(100 * ti
 // finish checks kubectl describe, dumps diagnostics on failure, records the
 // result, and deletes the pod.
 func (s *sc) finish() {
-	if s.pod != nil && !s.t.Failed() && len(s.seen) > 0 {
-		s.expectDescribed()
+	if s.pod != nil && !s.t.Failed() {
+		// The scenarios' probes are all valid, and probed has nothing to say
+		// about them beyond the kubelet's own event reasons.
+		for _, e := range s.probedEvents() {
+			switch e.Reason {
+			case "Unhealthy", "ProbeWarning", "Killing":
+			default:
+				s.t.Errorf("unexpected event from probed: %s %s x%d: %q", e.Type, e.Reason, e.Count, e.Message)
+			}
+		}
+		if len(s.seen) > 0 {
+			s.expectDescribed()
+		}
 	}
 	if s.pod != nil && s.t.Failed() {
 		s.dumpDiagnostics()

@@ -55,8 +55,16 @@ func TestProbing(t *testing.T) {
 	t.Run("probed-stayed-up", testProbedStayedUp)
 }
 
-func killingMsg(c, probe string) string {
-	return fmt.Sprintf("Container %s failed %s probe, will be restarted", c, probe)
+// killingMsg is the kubelet's Killing text for a probe failure of the
+// scenario's container: for a regular container "Container <c> failed
+// liveness probe, will be restarted"; for a restartable init container the
+// kubelet (computeInitContainerActions) says "Init container <c> failed
+// liveness probe".
+func (s *sc) killingMsg(probe string) string {
+	if s.place == sidecar {
+		return fmt.Sprintf("Init container %s failed %s probe", s.container, probe)
+	}
+	return fmt.Sprintf("Container %s failed %s probe, will be restarted", s.container, probe)
 }
 
 var scenarios = []scenario{
@@ -126,7 +134,7 @@ var scenarios = []scenario{
 		})
 		s.runLivenessTest(pod, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: cat: can't open '/tmp/health': No such file or directory")
-		s.expectEvent(normal, "Killing", killingMsg("busybox", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 	// 3. "should *not* be restarted with a exec "cat /tmp/health" liveness probe"
 	{"03-exec-liveness-not-restarted", func(s *sc) {
@@ -144,7 +152,7 @@ var scenarios = []scenario{
 		})
 		s.runLivenessTest(pod, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500")
-		s.expectEvent(normal, "Killing", killingMsg("liveness", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 	// 4. "should *not* be restarted with a /healthz http liveness probe"
 	{"04-http-liveness-not-restarted", func(s *sc) {
@@ -173,11 +181,11 @@ var scenarios = []scenario{
 		// Upstream allows 2m of back-off + 4m + 2m per restart; the kubelet's
 		// crash back-off (10s, 20s, 40s, 80s) alone is 150s.
 		s.runLivenessTest(pod, 5, 8*time.Minute)
-		s.expectEvent(normal, "Killing", killingMsg("liveness", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 		// Every restart was probed's doing: one Killing per restart (aggregated into a count).
 		var n int32
 		_ = wait.PollUntilContextTimeout(s.ctx, time.Second, eventTimeout, true, func(context.Context) (bool, error) {
-			n = s.eventCount("Killing", killingMsg("liveness", "liveness"))
+			n = s.eventCount("Killing", s.killingMsg("liveness"))
 			return n >= 5, nil
 		})
 		s.note("Killing events counted %d", n)
@@ -196,7 +204,7 @@ var scenarios = []scenario{
 		if !strings.Contains(e.Message, "timed out") {
 			s.t.Errorf("Unhealthy message %q does not say the command timed out", e.Message)
 		}
-		s.expectEvent(normal, "Killing", killingMsg("busybox", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 	// 7. "should be restarted with a failing exec liveness probe that took longer than the timeout"
 	{"07-exec-liveness-failing-slow-restarted", func(s *sc) {
@@ -205,7 +213,7 @@ var scenarios = []scenario{
 		})
 		s.runLivenessTest(pod, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: ")
-		s.expectEvent(normal, "Killing", killingMsg("busybox", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 
 	// 8. "should not be ready with an exec readiness probe timeout"
@@ -241,7 +249,7 @@ var scenarios = []scenario{
 		})
 		s.runLivenessTest(pod, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500")
-		s.expectEvent(normal, "Killing", killingMsg("liveness", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 	// 9. "should *not* be restarted with a non-local redirect http liveness probe"
 	{"09-nonlocal-redirect-not-restarted", func(s *sc) {
@@ -268,7 +276,7 @@ var scenarios = []scenario{
 		})
 		s.expectRestarts(initial, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Startup probe failed: ")
-		s.expectEvent(normal, "Killing", killingMsg("busybox", "startup"))
+		s.expectEvent(normal, "Killing", s.killingMsg("startup"))
 		s.expectNoProbedEvent("Killing", "failed liveness probe")
 	}},
 
@@ -296,15 +304,18 @@ var scenarios = []scenario{
 		})
 		s.runLivenessTest(pod, 1, defaultObservationTimeout)
 		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: ")
-		s.expectEvent(normal, "Killing", killingMsg("busybox", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 		s.expectNoProbedEvent("Killing", "failed startup probe")
 	}},
 
 	// 12. "should be ready immediately after startupProbe succeeds"
 	{"12-ready-right-after-startup", func(s *sc) {
 		pod := s.newPod("busybox", shell("echo ok >/tmp/health; sleep 32; echo ok >/tmp/startup; sleep 600"), probes{
-			Readiness: &v1.Probe{ProbeHandler: execHandler("/bin/cat", "/tmp/health"), PeriodSeconds: 30},
-			Startup:   &v1.Probe{ProbeHandler: execHandler("/bin/cat", "/tmp/startup"), FailureThreshold: 120, PeriodSeconds: 5},
+			// Upstream leaves timeoutSeconds at 1s. A readiness probe that
+			// times out on a busy node would wait a whole 30s period and
+			// spoil what is measured here, so both get 5s.
+			Readiness: &v1.Probe{ProbeHandler: execHandler("/bin/cat", "/tmp/health"), PeriodSeconds: 30, TimeoutSeconds: 5},
+			Startup:   &v1.Probe{ProbeHandler: execHandler("/bin/cat", "/tmp/startup"), FailureThreshold: 120, PeriodSeconds: 5, TimeoutSeconds: 5},
 		})
 		s.create(pod)
 		s.waitContainerStarted()
@@ -353,7 +364,7 @@ var scenarios = []scenario{
 		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(500))
 		// 10s delay + 10s period + 5s grace = 25s, far below the pod's 500s.
 		p := s.runLivenessTest(pod, 1, 40*time.Second+defaultObservationTimeout)
-		kill := s.expectEvent(normal, "Killing", killingMsg("busybox", "liveness"))
+		kill := s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 		s.expectKilledWithin(p, kill, 5)
 	}},
 	// 13. "should override timeoutGracePeriodSeconds when StartupProbe field is set"
@@ -365,7 +376,7 @@ var scenarios = []scenario{
 		})
 		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(500))
 		p := s.runLivenessTest(pod, 1, 40*time.Second+defaultObservationTimeout)
-		kill := s.expectEvent(normal, "Killing", killingMsg("busybox", "startup"))
+		kill := s.expectEvent(normal, "Killing", s.killingMsg("startup"))
 		s.expectKilledWithin(p, kill, 5)
 	}},
 
@@ -387,7 +398,7 @@ var scenarios = []scenario{
 		if !strings.Contains(e.Message, ":2333") {
 			s.t.Errorf("Unhealthy message %q does not name the port probed", e.Message)
 		}
-		s.expectEvent(normal, "Killing", killingMsg("grpc", "liveness"))
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
 	}},
 
 	// 15. "should mark readiness on pods to false while pod is in progress of
@@ -403,8 +414,10 @@ trap _term TERM
 touch /tmp/ready
 while true; do echo hello; sleep 10 & wait $!; done
 `
+		// Upstream leaves timeoutSeconds at 1s; on a busy node a timed-out
+		// exec would flip readiness before the deletion this scenario is about.
 		pod := s.newPod("probe-test", shell(script), probes{
-			Readiness: &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/ready"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 2},
+			Readiness: &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/ready"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 2, TimeoutSeconds: 5},
 		})
 		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
 		s.create(pod)
@@ -426,21 +439,23 @@ touch /tmp/ready
 touch /tmp/liveness
 while true; do echo hello; sleep 10 & wait $!; done
 `
+		// timeoutSeconds 5 instead of upstream's default 1s, as above.
 		pod := s.newPod("probe-test", shell(script), probes{
-			Readiness: &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/ready"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 2},
-			Liveness:  &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/liveness"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 1},
+			Readiness: &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/ready"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 2, TimeoutSeconds: 5},
+			Liveness:  &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/liveness"), FailureThreshold: 1, InitialDelaySeconds: 5, PeriodSeconds: 1, TimeoutSeconds: 5},
 		})
 		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
 		s.create(pod)
 		s.poll("pod Ready", time.Second, podStartTimeout, func(p *v1.Pod) (bool, error) { return isReady(p), nil })
-		s.deleteAndExpectUnready(20 * time.Second)
+		deletedAt := s.deleteAndExpectUnready(20 * time.Second)
 		// Upstream watches the events for a minute: no liveness failure may
 		// kill the container while it shuts down.
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
 			for _, e := range s.events() {
 				if strings.Contains(e.Message, "failed liveness probe") {
-					s.t.Fatalf("liveness killed the terminating container: %s %s from %s: %q", e.Type, e.Reason, e.Source.Component, e.Message)
+					s.t.Fatalf("liveness killed the container (%s, deletion at %s): %s %s x%d from %s: %q",
+						e.LastTimestamp.Format("15:04:05"), deletedAt.Format("15:04:05"), e.Type, e.Reason, e.Count, e.Source.Component, e.Message)
 				}
 			}
 			time.Sleep(2 * time.Second)
@@ -489,15 +504,31 @@ func (s *sc) expectKilledWithin(p *v1.Pod, kill v1.Event, grace int) {
 // readiness condition to turn False while the container still runs its
 // SIGTERM handler (which removes /tmp/ready, then sleeps), and the pod's Ready
 // condition to follow before the pod is gone.
-func (s *sc) deleteAndExpectUnready(handlerSleep time.Duration) {
+func (s *sc) deleteAndExpectUnready(handlerSleep time.Duration) time.Time {
 	s.t.Helper()
-	if err := client.CoreV1().Pods(s.ns).Delete(s.ctx, s.podName, metav1.DeleteOptions{}); err != nil {
-		s.t.Fatal(err)
+	// Delete the pod as it was last seen Ready with probed's readiness True,
+	// and no later: a precondition on its resourceVersion makes sure the
+	// False that follows comes after the deletion.
+	err := wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p := s.get()
+		if !isReady(p) || condStatus(p, s.readyCond()) != v1.ConditionTrue {
+			return false, nil
+		}
+		err := client.CoreV1().Pods(s.ns).Delete(ctx, s.podName, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{ResourceVersion: &p.ResourceVersion},
+		})
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		s.t.Fatalf("deleting the Ready pod: %v", err)
 	}
 	deleted := time.Now()
 	var gateFalse, podUnready time.Duration
 	var last *v1.Pod
-	err := wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods(s.ns).Get(ctx, s.podName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("the pod was gone before it was seen not Ready")
@@ -527,4 +558,5 @@ func (s *sc) deleteAndExpectUnready(handlerSleep time.Duration) {
 	}
 	s.note("after deletion: %s False in %v, pod Ready False in %v (SIGTERM handler runs %v)",
 		s.readyCond(), gateFalse.Round(10*time.Millisecond), podUnready.Round(10*time.Millisecond), handlerSleep)
+	return deleted
 }

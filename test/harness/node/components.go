@@ -187,6 +187,11 @@ func (n *Node) kubeletConfig(dir string, port, healthzPort int) map[string]any {
 		"serializeImagePulls":              false,
 		"resolvConf":                       "/etc/resolv.conf",
 		"clusterDomain":                    "cluster.local",
+		// Where a cluster DNS Service would be. None runs (pods have no
+		// route there either), but without it the kubelet warns
+		// MissingClusterDNS on every pod sync, burying probed's events in
+		// kubectl describe.
+		"clusterDNS": []string{"10.96.0.10"},
 		// Report status changes quickly: Start waits for Ready.
 		"nodeStatusUpdateFrequency": "2s",
 		"syncFrequency":             "10s",

@@ -37,9 +37,10 @@ var touchedSysctls = []string{
 
 // registration is one node's entry in hostDir/nodes.
 type registration struct {
-	RunDir  string    `json:"runDir"`
-	Subnet  string    `json:"subnet"`
-	Created time.Time `json:"created"`
+	RunDir     string    `json:"runDir"`
+	Subnet     string    `json:"subnet"`
+	ProbedPort int       `json:"probedMetricsPort"`
+	Created    time.Time `json:"created"`
 }
 
 // withHostLock runs f holding an exclusive lock on hostDir/lock.
@@ -60,8 +61,11 @@ func withHostLock(f func() error) error {
 }
 
 // register records a starting node, saves the sysctls if it is the only
-// one, and picks a free pod subnet for it.
-func register(id, runDir string) (subnet string, err error) {
+// one, and picks a pod subnet and a port for probed's metrics that no other
+// node has (probed runs on the host network). wantPort 0 means
+// DefaultProbedMetricsPort if it is free, else any free port; another
+// wantPort must be free.
+func register(id, runDir string, wantPort int) (subnet string, port int, err error) {
 	err = withHostLock(func() error {
 		others := liveRegistrations()
 		origFile := filepath.Join(hostDir, "sysctl.json")
@@ -72,16 +76,56 @@ func register(id, runDir string) (subnet string, err error) {
 			}
 		}
 		var taken []string
+		ports := map[int]bool{}
 		for _, r := range others {
 			taken = append(taken, r.Subnet)
+			ports[r.ProbedPort] = true
 		}
 		if subnet, err = pickSubnet(taken); err != nil {
 			return err
 		}
-		b, _ := json.Marshal(registration{RunDir: runDir, Subnet: subnet, Created: time.Now()})
+		if port, err = pickPort(wantPort, ports); err != nil {
+			return err
+		}
+		b, _ := json.Marshal(registration{RunDir: runDir, Subnet: subnet, ProbedPort: port, Created: time.Now()})
 		return os.WriteFile(filepath.Join(hostDir, "nodes", id), b, 0o644)
 	})
-	return subnet, err
+	return subnet, port, err
+}
+
+func pickPort(want int, taken map[int]bool) (int, error) {
+	if want != 0 {
+		if taken[want] || !portFree(want) {
+			return 0, fmt.Errorf("port %d for probed's metrics is in use (by another node's probed?)", want)
+		}
+		return want, nil
+	}
+	if !taken[DefaultProbedMetricsPort] && portFree(DefaultProbedMetricsPort) {
+		return DefaultProbedMetricsPort, nil
+	}
+	for range 10 {
+		p, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		if !taken[p] {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port for probed's metrics")
+}
+
+// registeredRunDirs lists the run dirs of every registered node, live or not.
+func registeredRunDirs() []string {
+	entries, _ := os.ReadDir(filepath.Join(hostDir, "nodes"))
+	var dirs []string
+	for _, e := range entries {
+		var r registration
+		if b, err := os.ReadFile(filepath.Join(hostDir, "nodes", e.Name())); err == nil && json.Unmarshal(b, &r) == nil {
+			dirs = append(dirs, r.RunDir)
+		}
+	}
+	return dirs
 }
 
 // unregister removes a node's entry and, when no live node is left, writes

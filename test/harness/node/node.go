@@ -39,7 +39,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -82,7 +81,8 @@ type Options struct {
 	DeployDir string
 	// ProbedMetricsPort is the port DeployProbed gives probed's
 	// --metrics-bind-address (on 127.0.0.1: probed runs on the host
-	// network). Default 9809 when it is free at Start, else a free port.
+	// network). Default 9809 when it is free and no other node on the
+	// machine has it, else a free port. A given port must be free.
 	ProbedMetricsPort int
 	// StartTimeout bounds Start; default 3 minutes (ctx may end it sooner).
 	StartTimeout time.Duration
@@ -97,8 +97,10 @@ type Node struct {
 	// KubeconfigPath is an admin (system:masters) kubeconfig: RunDir/kubeconfig.
 	KubeconfigPath string
 	// RunDir holds all state and the logs: kube-apiserver.log and etcd.log
-	// in controlplane/, containerd.log in containerd/, and
-	// kube-controller-manager.log, kube-scheduler.log, kubelet.log.
+	// in controlplane/, containerd.log in containerd/ (moved to RunDir when
+	// a kept RunDir's node stops), kube-controller-manager.log,
+	// kube-scheduler.log, kubelet.log, and the pods' logs in
+	// kubelet/pod-logs/.
 	RunDir string
 	// ContainerdEndpoint is the node's containerd, unix://…/containerd.sock.
 	ContainerdEndpoint string
@@ -172,10 +174,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		if n.RunDir, err = filepath.Abs(n.RunDir); err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(filepath.Join(n.RunDir, stateFile)); err == nil {
-			return nil, fmt.Errorf("%s already holds a node; stop it first (StopRunDir)", n.RunDir)
-		}
-		if err := os.MkdirAll(n.RunDir, 0o755); err != nil {
+		if err := prepareRunDir(n.RunDir); err != nil {
 			return nil, err
 		}
 	}
@@ -191,19 +190,11 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			_ = n.Stop()
 		}
 	}()
-	if n.state.ProbedPort = opts.ProbedMetricsPort; n.state.ProbedPort == 0 {
-		n.state.ProbedPort = DefaultProbedMetricsPort
-		if !portFree(DefaultProbedMetricsPort) {
-			if n.state.ProbedPort, err = freePort(); err != nil {
-				return nil, err
-			}
-		}
-	}
 	// node.json first: from here on, StopRunDir can undo whatever follows.
 	if err := n.saveState(); err != nil {
 		return nil, err
 	}
-	if n.state.PodSubnet, err = register(id, n.RunDir); err != nil {
+	if n.state.PodSubnet, n.state.ProbedPort, err = register(id, n.RunDir, opts.ProbedMetricsPort); err != nil {
 		return nil, fmt.Errorf("register the node on this machine: %w", err)
 	}
 	n.PodSubnet = n.state.PodSubnet
@@ -349,10 +340,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 			}
 		}
 		if _, err := n.client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "default", metav1.GetOptions{}); err != nil {
-			last = "kube-system/default ServiceAccount: " + err.Error()
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
+			last = "kube-system/default ServiceAccount (made by kube-controller-manager): " + err.Error()
 			return false, nil
 		}
 		return true, nil
@@ -400,6 +388,9 @@ func (n *Node) stop() error {
 	if p := n.proc(kubeletName); p != nil {
 		errs = append(errs, p.stop(15*time.Second))
 	}
+	if !n.removeDir {
+		keepContainerdLog(n.RunDir)
+	}
 	if n.ctrd != nil {
 		errs = append(errs, n.ctrd.Stop())
 	} else {
@@ -417,10 +408,15 @@ func (n *Node) stop() error {
 		errs = append(errs, stopControlPlaneFiles(n.RunDir))
 	}
 	errs = append(errs, cleanupHost(n.RunDir, n.state))
-	if n.removeDir {
-		errs = append(errs, removeRunDir(n.RunDir))
+	err := errors.Join(errs...)
+	if err == nil {
+		// Nothing of the node is left but its files.
+		_ = os.Remove(filepath.Join(n.RunDir, stateFile))
 	}
-	return errors.Join(errs...)
+	if n.removeDir {
+		err = errors.Join(err, removeRunDir(n.RunDir))
+	}
+	return err
 }
 
 func (n *Node) proc(name string) *process {
@@ -464,8 +460,9 @@ func (n *Node) logf(format string, args ...any) {
 
 // StopRunDir stops a node that an earlier process started in runDir
 // (Options.Detach), from the PID files and node.json there, and undoes its
-// changes to the machine as Stop does. It leaves runDir itself in place. A
-// runDir without node.json is an error; a node already stopped is not.
+// changes to the machine as Stop does. It leaves runDir itself in place,
+// with the logs, but without node.json. A runDir without node.json is an
+// error.
 func StopRunDir(runDir string) error {
 	runDir, err := filepath.Abs(runDir)
 	if err != nil {
@@ -478,13 +475,25 @@ func StopRunDir(runDir string) error {
 	marker := runDir + "/"
 	var errs []error
 	errs = append(errs, stopPIDFile(filepath.Join(runDir, kubeletName+".pid"), marker, 15*time.Second))
+	keepContainerdLog(runDir)
 	errs = append(errs, containerd.StopRunDir(filepath.Join(runDir, "containerd")))
 	for _, name := range []string{kcmName, schedName} {
 		errs = append(errs, stopPIDFile(filepath.Join(runDir, name+".pid"), marker, 10*time.Second))
 	}
 	errs = append(errs, stopControlPlaneFiles(runDir))
 	errs = append(errs, cleanupHost(runDir, st))
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	if err == nil {
+		_ = os.Remove(filepath.Join(runDir, stateFile))
+	}
+	return err
+}
+
+// keepContainerdLog moves containerd's log out of the containerd harness's
+// dir, which its Stop removes, into runDir. containerd keeps writing to it
+// until it stops: a rename does not close its descriptor.
+func keepContainerdLog(runDir string) {
+	_ = os.Rename(filepath.Join(runDir, "containerd", "containerd.log"), filepath.Join(runDir, "containerd.log"))
 }
 
 // stopControlPlaneFiles stops kube-apiserver, then etcd, by the PID files
@@ -510,6 +519,29 @@ func cleanupHost(runDir string, st nodeState) error {
 		errs = append(errs, unregister(st.ID))
 	}
 	return errors.Join(errs...)
+}
+
+// prepareRunDir creates a given run dir, or clears what a stopped node left
+// in it (a reused dir would hand etcd an old database with new keys). It
+// refuses a dir where a node may still run, and removes only the names a
+// node creates.
+func prepareRunDir(runDir string) error {
+	if _, err := os.Stat(filepath.Join(runDir, stateFile)); err == nil {
+		return fmt.Errorf("%s holds a node that may still run: StopRunDir it first", runDir)
+	}
+	if m := mountsUnder(runDir); len(m) > 0 {
+		return fmt.Errorf("%s has mounts left: %v", runDir, m)
+	}
+	for _, pattern := range []string{"controlplane", "containerd", "kubelet", "cni-ipam", "*-certs",
+		"kubeconfig", "*.kubeconfig", "*.log", "*.pid", stateFile + ".tmp"} {
+		matches, _ := filepath.Glob(filepath.Join(runDir, pattern))
+		for _, m := range matches {
+			if err := os.RemoveAll(m); err != nil {
+				return err
+			}
+		}
+	}
+	return os.MkdirAll(runDir, 0o755)
 }
 
 // removeRunDir deletes runDir, but never while anything is still mounted
@@ -563,20 +595,25 @@ func removeContainerLogLinks(runDir string) error {
 	return nil
 }
 
-// sweepStale stops temporary, attached nodes whose test process died
-// without calling Stop, and removes their run dirs.
+// sweepStale stops the nodes on this machine whose starting process died
+// without calling Stop (a panic, go test -timeout, kill -9): its control
+// plane and kubelet died with it, but containerd, the pods, the bridge and
+// the sysctls stayed. Detached nodes (the demo) are meant to outlive their
+// starter and are left alone. A temporary run dir is removed too.
 func sweepStale() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempDirPrefix+"*"))
-	for _, dir := range dirs {
+	for _, dir := range registeredRunDirs() {
 		st, err := readState(dir)
-		if err != nil || !st.Temporary || st.Detached || st.Owner == 0 || processExists(st.Owner) {
+		if err != nil || st.Detached || st.Owner == 0 || processExists(st.Owner) {
 			continue
 		}
+		fmt.Fprintf(os.Stderr, "node harness: stopping %s, left by process %d\n", dir, st.Owner)
 		if err := StopRunDir(dir); err != nil {
 			fmt.Fprintf(os.Stderr, "node harness: cleaning up stale %s: %v\n", dir, err)
 			continue
 		}
-		_ = removeRunDir(dir)
+		if st.Temporary {
+			_ = removeRunDir(dir)
+		}
 	}
 }
 

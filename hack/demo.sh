@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# make demo: from a fresh Debian machine (as root), build everything, start a
+# real single-node cluster on loopback (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, containerd, kubelet), deploy probed
+# from deploy/ and the sample workloads, and show for about a minute and a
+# half what probed does to them. The cluster keeps running afterwards; stop it
+# with `make demo-down`.
+#
+# Environment: DEMO_RUN_DIR (default .cache/demo), DEMO_SECONDS (how long to
+# watch, default 80), DEMO_FRAME_SECONDS (between views, default 15),
+# DEMO_METRICS_PORT (probed's, default 9809), DEMO_PROBED_ARGS (extra probed
+# flags, space-separated).
+#
+# Sample workloads: every manifest in examples/demo/ (kubectl apply -f). Their
+# images come from hack/build-workload-images.sh (and
+# examples/demo/build-images.sh, given the image dir as $1, if it exists),
+# which write docker archives (*.tar) into .cache/images; the node imports
+# every *.tar there. Without examples/demo, a small built-in set is used.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+export PATH="/usr/local/go/bin:$PATH"
+run_dir=${DEMO_RUN_DIR:-$root/.cache/demo}
+image_dir=${PROBED_IMAGE_DIR:-$root/.cache/images}
+watch_for=${DEMO_SECONDS:-80}
+frame=${DEMO_FRAME_SECONDS:-15}
+metrics_port=${DEMO_METRICS_PORT:-9809}
+t0=$SECONDS
+
+if [[ -t 1 ]]; then bold=$'\e[1m' dim=$'\e[2m' off=$'\e[0m'; else bold='' dim='' off=''; fi
+step() { printf '\n%s==> [%4ss] %s%s\n' "$bold" "$((SECONDS - t0))" "$*" "$off"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+[[ $EUID -eq 0 ]] || die "run as root (the kubelet, containerd and the CNI bridge need it)"
+command -v go >/dev/null || die "Go is not installed (expected in /usr/local/go/bin)"
+trap 'rc=$?; ((rc == 0)) || echo "demo: failed (exit $rc); logs are in $run_dir if it got that far; clean up with: make demo-down" >&2' EXIT
+
+step "Debian packages (hack/install-deps.sh)"
+bash hack/install-deps.sh
+step "Kubernetes v1.33 binaries (hack/build-k8s.sh; from an empty Go cache about 5 min on 2 cores)"
+bash hack/build-k8s.sh
+bindir=${PROBED_K8S_BIN_DIR:-$root/.cache/k8s/$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' test/tools/go.mod)/bin}
+if ! command -v kubectl >/dev/null && [[ ! -x $bindir/kubectl ]]; then
+  # Debian has no kubectl package. Build k8s.io/kubernetes/cmd/kubectl's few
+  # lines against the published k8s.io/kubectl of the same minor, in a
+  # throwaway module (test/tools pins only what build-k8s.sh builds).
+  step "kubectl (not installed: building it from k8s.io/kubectl, about 2 min)"
+  k8sv=${bindir%/bin}; k8sv=${k8sv##*/}   # v1.33.13
+  kv=v0.${k8sv#v1.}                       # v0.33.13
+  ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$k8sv -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(cut -d. -f2 <<<"$k8sv") -X $pkg.gitTreeState=clean"
+  done
+  mod=$root/.cache/kubectl-build
+  mkdir -p "$mod"
+  cat >"$mod/main.go" <<'GO'
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/util"
+)
+
+func main() {
+	if err := cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()); err != nil {
+		util.CheckErr(err)
+	}
+}
+GO
+  (cd "$mod" && { [[ -f go.mod ]] || go mod init kubectl-build >/dev/null 2>&1; } &&
+    go get "k8s.io/kubectl@$kv" "k8s.io/component-base@$kv" && go mod tidy &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bindir/kubectl" .)
+fi
+[[ -x $bindir/kubectl ]] && export PATH="$bindir:$PATH"
+step "test images: busybox, pause (hack/build-images.sh)"
+bash hack/build-images.sh
+step "probed's image (hack/build-probed-image.sh)"
+bash hack/build-probed-image.sh
+if [[ -f hack/build-workload-images.sh ]]; then
+  step "sample workloads' images (hack/build-workload-images.sh)"
+  bash hack/build-workload-images.sh
+fi
+if [[ -f examples/demo/build-images.sh ]]; then
+  step "sample workloads' images (examples/demo/build-images.sh)"
+  bash examples/demo/build-images.sh "$image_dir"
+fi
+step "demo-node (test/harness/node/cmd/demo-node)"
+mkdir -p .cache/bin
+go build -o .cache/bin/demo-node ./test/harness/node/cmd/demo-node
+echo "built .cache/bin/demo-node"
+
+if [[ -e $run_dir ]]; then
+  step "stopping the previous demo in $run_dir"
+  .cache/bin/demo-node down --run-dir "$run_dir"
+fi
+step "starting the node, importing the images, deploying probed from deploy/"
+probed_args=()
+for a in ${DEMO_PROBED_ARGS:-}; do probed_args+=("--probed-arg=$a"); done
+up_out=$(mktemp)
+.cache/bin/demo-node up --run-dir "$run_dir" --image-dir "$image_dir" --metrics-port "$metrics_port" \
+  "${probed_args[@]}" | tee "$up_out"
+KUBECONFIG=$(sed -n 's/^KUBECONFIG=//p' "$up_out")
+url=$(sed -n 's/^PROBED_URL=//p' "$up_out")
+rm -f "$up_out"
+export KUBECONFIG
+setup_done=$SECONDS
+
+step "sample workloads"
+if [[ -d examples/demo ]] && compgen -G 'examples/demo/*.y*ml' >/dev/null; then
+  kubectl apply -f examples/demo/
+else
+  echo "${dim}(no examples/demo/: using the built-in samples)${off}"
+  kubectl apply -f - <<'YAML'
+# Readiness that flips: httpd serves /ready for 20 s, then not for 20 s, ...
+apiVersion: v1
+kind: Pod
+metadata:
+  name: flipping-readiness
+  labels: {app: demo}
+  annotations:
+    probed.io/probes: |
+      {"web": {"readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 2, "failureThreshold": 1}}}
+spec:
+  readinessGates: [{conditionType: probed.io/ready}]
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: web
+    image: probed.local/busybox:latest
+    imagePullPolicy: Never
+    ports: [{name: http, containerPort: 8080}]
+    command: [sh, -c]
+    args:
+    - |
+      mkdir -p /www && httpd -p 8080 -h /www
+      while :; do echo ok >/www/ready; sleep 20; rm -f /www/ready; sleep 20; done
+---
+# Liveness that fails after 25 s: probed stops the container, the kubelet restarts it.
+apiVersion: v1
+kind: Pod
+metadata:
+  name: failing-liveness
+  labels: {app: demo}
+  annotations:
+    probed.io/probes: |
+      {"app": {"livenessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}, "periodSeconds": 3, "failureThreshold": 2}}}
+spec:
+  readinessGates: [{conditionType: probed.io/ready}]
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: app
+    image: probed.local/busybox:latest
+    imagePullPolicy: Never
+    command: [sh, -c, "touch /tmp/healthy; sleep 25; rm /tmp/healthy; exec sleep 3600"]
+---
+# A slow starter: ready only after its startup probe passes (about 20 s).
+apiVersion: v1
+kind: Pod
+metadata:
+  name: slow-start
+  labels: {app: demo}
+  annotations:
+    probed.io/probes: |
+      {"app": {"startupProbe":   {"exec": {"command": ["test", "-f", "/tmp/started"]}, "periodSeconds": 2, "failureThreshold": 30},
+               "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 5}}}
+spec:
+  readinessGates: [{conditionType: probed.io/ready}]
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: probed.local/busybox:latest
+    imagePullPolicy: Never
+    command: [sh, -c, "sleep 20; touch /tmp/started; mkdir -p /www; exec httpd -f -p 8080 -h /www"]
+YAML
+fi
+
+# curl, or demo-node's own fetch where curl is not installed.
+fetch() {
+  if command -v curl >/dev/null; then curl -fsS "$1"; else .cache/bin/demo-node fetch "$1"; fi
+}
+
+# One view: the pods with their readiness gates, probed's latest events, and
+# its probe counters.
+show() {
+  printf '\n%s──── %s  (t+%ss) ─────────────────────────────────────────────%s\n' "$bold" "$(date +%T)" "$((SECONDS - setup_done))" "$off"
+  echo "${bold}\$ kubectl get pods -A -o wide${off} ${dim}(READINESS GATES: probed.io/ready; READY waits for it)${off}"
+  kubectl get pods -A -o wide --field-selector metadata.namespace!=kube-system 2>&1 | cut -c1-200 || true
+  echo
+  echo "${bold}probed's latest events${off} ${dim}(kubectl get events -A --field-selector source=probed)${off}"
+  kubectl get events -A --field-selector source=probed --sort-by=.lastTimestamp \
+    -o custom-columns='LAST SEEN:.lastTimestamp,TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,COUNT:.count,MESSAGE:.message' \
+    2>/dev/null | { read -r h && echo "$h" && tail -n 8; } | cut -c1-200 || true
+  echo
+  echo "${bold}probe results${off} ${dim}(curl $url/metrics | grep prober_probe_total)${off}"
+  fetch "$url/metrics" 2>/dev/null | grep '^prober_probe_total' | sed -E 's/,?pod_uid="[^"]*"//; s/^prober_probe_total//' |
+    sort | head -n 14 || echo "(no probe results yet)"
+}
+
+step "watching for ${watch_for}s: readiness gates flip, a container is restarted, a slow starter comes up"
+end=$((SECONDS + watch_for))
+while :; do
+  show
+  ((SECONDS + frame <= end)) || break
+  sleep "$frame"
+done
+
+# The pod probed restarted most, as `kubectl describe` shows it.
+victim=$(kubectl get pods -A --no-headers --field-selector metadata.namespace!=kube-system,metadata.namespace!=probed-system \
+  -o custom-columns='NS:.metadata.namespace,NAME:.metadata.name,R:.status.containerStatuses[*].restartCount' 2>/dev/null |
+  awk '{n=split($3, r, ","); s=0; for (i=1; i<=n; i++) s+=r[i]; print s, $1, $2}' | sort -n | tail -n 1)
+if [[ -n $victim ]]; then
+  read -r _ ns pod <<<"$victim"
+  printf '\n%s$ kubectl describe pod -n %s %s%s %s(events)%s\n' "$bold" "$ns" "$pod" "$off" "$dim" "$off"
+  kubectl describe pod -n "$ns" "$pod" | sed -n '/^Events:/,$p' | cut -c1-200
+fi
+
+echo
+echo "${bold}probed's own metrics${off} ${dim}(probed_*)${off}"
+fetch "$url/metrics" 2>/dev/null | grep -E '^probed_(workers|status_writes_total|runtime_exec_total|container_kills_total)' |
+  awk '$2 != 0' | head -n 14 || true
+
+cat <<MSG
+
+${bold}make demo finished in $((SECONDS - t0))s (setup $((setup_done - t0))s, watching $((SECONDS - setup_done))s). The cluster keeps running.${off}
+Look further:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get pods -A -o wide -w
+  kubectl describe pod -n <namespace> <pod>      # Unhealthy, Killing, ProbeWarning events
+  kubectl -n probed-system logs ds/probed
+  curl $url/debug/probes    # every probe worker: state, last results
+  curl -s $url/metrics | grep -E '^(prober|probed)_'
+  logs: $run_dir/*.log, $run_dir/controlplane/*.log, $run_dir/containerd/containerd.log
+Stop everything and remove $run_dir:
+  make demo-down
+MSG

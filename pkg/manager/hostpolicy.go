@@ -1,0 +1,81 @@
+package manager
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/probed-dev/probed/pkg/prober"
+)
+
+// hostPolicyProblems applies --probe-host-policy to the hosts that probes
+// name as IP literals (httpGet.host, tcpSocket.host), so that a refused probe
+// shows up with the other validation problems: an InvalidProbe event, and
+// for readiness a False condition with reason InvalidProbe. It returns the
+// probes that may run and appends a problem for each refused one.
+//
+// What cannot be judged here is judged by the prober when it dials: host
+// names (by the addresses they resolve to), redirects, and the pod IP
+// itself. Until the pod has an IP nothing is judged here, since the pod's
+// own IPs are always allowed (a hostNetwork pod's IP is the node's).
+func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, declared []DeclaredProbe, problems []ProbeProblem) ([]DeclaredProbe, []ProbeProblem) {
+	if guard.Policy() == prober.HostPolicyKubelet {
+		return declared, problems
+	}
+	podIPs := PodIPs(pod)
+	if len(podIPs) == 0 {
+		return declared, problems
+	}
+	parsed := prober.ParsePodIPs(podIPs...)
+	kept := declared[:0:0]
+	for _, d := range declared {
+		fieldPath, host := probeHost(d.Probe)
+		if host != "" {
+			if err := guard.CheckHost(host, parsed); err != nil {
+				t := d.Type
+				problems = append(problems, ProbeProblem{
+					Container:      d.Container.Name,
+					Type:           &t,
+					Field:          fieldPath,
+					Detail:         field.ErrorTypeForbidden.String() + ": " + err.Error(),
+					FromAnnotation: d.FromAnnotation,
+				})
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	return kept, problems
+}
+
+// probeHost returns the host a network probe names, with its field path;
+// "" when it names none (the pod IP is used).
+func probeHost(p *v1.Probe) (string, string) {
+	switch {
+	case p == nil:
+	case p.HTTPGet != nil:
+		return "httpGet.host", p.HTTPGet.Host
+	case p.TCPSocket != nil:
+		return "tcpSocket.host", p.TCPSocket.Host
+	}
+	return "", ""
+}
+
+// PodIPs returns the pod's IPs: status.podIPs, and status.podIP if it is
+// not among them.
+func PodIPs(pod *v1.Pod) []string {
+	if pod == nil {
+		return nil
+	}
+	out := make([]string, 0, len(pod.Status.PodIPs)+1)
+	for _, ip := range pod.Status.PodIPs {
+		if ip.IP != "" && !slices.Contains(out, ip.IP) {
+			out = append(out, ip.IP)
+		}
+	}
+	if ip := pod.Status.PodIP; ip != "" && !slices.Contains(out, ip) {
+		out = append(out, ip)
+	}
+	return out
+}

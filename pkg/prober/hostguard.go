@@ -1,0 +1,323 @@
+package prober
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// DefaultNodeAddressRefresh is how often a HostGuard rereads the node's
+// own addresses.
+const DefaultNodeAddressRefresh = time.Minute
+
+// metadataAddrs are the well-known cloud metadata endpoints that are not
+// link-local themselves (169.254.169.254 and the other link-local ones are
+// refused with all of 169.254.0.0/16 and fe80::/10).
+var metadataAddrs = map[netip.Addr]bool{
+	netip.MustParseAddr("169.254.169.254"): true, // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean, ...
+	netip.MustParseAddr("fd00:ec2::254"):   true, // AWS IMDS over IPv6
+	netip.MustParseAddr("fd20:ce::254"):    true, // GCP metadata server over IPv6
+	netip.MustParseAddr("100.100.100.200"): true, // Alibaba Cloud
+}
+
+// nat64Prefix is the well-known NAT64 prefix (RFC 6052): 64:ff9b::a.b.c.d
+// reaches a.b.c.d through the node's NAT64 gateway, so it is judged as a.b.c.d.
+var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+
+// RefusedError is a probe address the host policy refuses. Nothing is sent
+// to a refused address: it is refused before connect(2).
+type RefusedError struct {
+	// Addr is the refused address as text; empty for a probe with no host
+	// and no pod IP.
+	Addr string
+	// Reason says what the address is, e.g. "loopback" or "link-local/metadata".
+	Reason string
+	// Policy is the policy that refused it.
+	Policy HostPolicy
+}
+
+func (e *RefusedError) Error() string {
+	if e.Addr == "" {
+		return fmt.Sprintf("%s, refused by --probe-host-policy=%s", e.Reason, e.Policy)
+	}
+	return fmt.Sprintf("%s is %s, refused by --probe-host-policy=%s", e.Addr, e.Reason, e.Policy)
+}
+
+// Reasons a RefusedError gives.
+const (
+	refusedLinkLocal   = "link-local/metadata"
+	refusedLoopback    = "loopback"
+	refusedUnspecified = "unspecified (it reaches this node)"
+	refusedNode        = "an address of this node"
+	refusedNotPodIP    = "not one of the pod's IPs"
+	refusedNoHost      = "no host and no pod IP (that reaches this node)"
+)
+
+// HostGuardOptions configures a HostGuard. The zero value is valid.
+type HostGuardOptions struct {
+	// InterfaceAddrs lists the addresses of the node's network interfaces.
+	// probed runs with hostNetwork, so its interfaces are the node's. Nil
+	// means every address of every local interface (net.InterfaceAddrs).
+	InterfaceAddrs func() ([]netip.Addr, error)
+	// NodeAddrs optionally lists the Node object's status.addresses, which
+	// may include addresses that are not on any interface (a cloud's
+	// ExternalIP behind NAT). Nil means none.
+	NodeAddrs func(ctx context.Context) ([]netip.Addr, error)
+	// Refresh is how often Run rereads both; DefaultNodeAddressRefresh when zero.
+	Refresh time.Duration
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+}
+
+// HostGuard applies a HostPolicy to the addresses network probes connect
+// to. It is safe for concurrent use; a nil *HostGuard checks nothing, like
+// HostPolicyKubelet.
+//
+// The guard judges addresses, never names: a host name is resolved once, by
+// the dialer, and each resolved address is checked on the socket right
+// before it connects, so a name cannot resolve to one address for the check
+// and another for the connection (DNS rebinding). HTTP redirects are dialed
+// the same way, and a redirect to a refused address literal is refused
+// outright.
+type HostGuard struct {
+	policy  HostPolicy
+	opts    HostGuardOptions
+	refresh time.Duration
+	clock   clock.WithTicker
+	// node holds the node's own addresses, replaced whole on refresh.
+	node atomic.Pointer[map[netip.Addr]bool]
+}
+
+// NewHostGuard returns a guard for policy. It reads the interface addresses
+// at once (cheap, local), so the guard is never empty; Run adds the Node's
+// addresses and refreshes both.
+func NewHostGuard(policy HostPolicy, o HostGuardOptions) *HostGuard {
+	if policy == "" {
+		policy = HostPolicyDenyNodeLocal
+	}
+	if o.InterfaceAddrs == nil {
+		o.InterfaceAddrs = InterfaceAddrs
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	refresh := o.Refresh
+	if refresh <= 0 {
+		refresh = DefaultNodeAddressRefresh
+	}
+	g := &HostGuard{policy: policy, opts: o, refresh: refresh, clock: o.Clock}
+	empty := map[netip.Addr]bool{}
+	g.node.Store(&empty)
+	if g.needsNodeAddrs() {
+		g.load(context.Background(), false)
+	}
+	return g
+}
+
+// Policy returns the guard's policy; HostPolicyKubelet for a nil guard.
+func (g *HostGuard) Policy() HostPolicy {
+	if g == nil {
+		return HostPolicyKubelet
+	}
+	return g.policy
+}
+
+// active reports whether the guard checks anything.
+func (g *HostGuard) active() bool { return g != nil && g.policy != HostPolicyKubelet }
+
+// needsNodeAddrs: only deny-node-local looks at the node's addresses.
+func (g *HostGuard) needsNodeAddrs() bool { return g != nil && g.policy == HostPolicyDenyNodeLocal }
+
+// Run refreshes the node's addresses now and then every Refresh, until ctx
+// ends. It returns at once when the policy does not use them.
+func (g *HostGuard) Run(ctx context.Context) {
+	if !g.needsNodeAddrs() {
+		return
+	}
+	g.Refresh(ctx)
+	t := g.clock.NewTicker(g.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			g.Refresh(ctx)
+		}
+	}
+}
+
+// Refresh rereads the interface and Node addresses. A source that fails
+// keeps its share of the previous set, so a transient error never opens the
+// guard.
+func (g *HostGuard) Refresh(ctx context.Context) {
+	if g.needsNodeAddrs() {
+		g.load(ctx, true)
+	}
+}
+
+func (g *HostGuard) load(ctx context.Context, withNode bool) {
+	prev := *g.node.Load()
+	next := map[netip.Addr]bool{}
+	ifAddrs, err := g.opts.InterfaceAddrs()
+	if err != nil {
+		klog.ErrorS(err, "Reading the node's interface addresses; keeping the previous ones")
+		maps(next, prev)
+	}
+	for _, a := range ifAddrs {
+		next[canonical(a)] = true
+	}
+	if withNode && g.opts.NodeAddrs != nil {
+		nodeAddrs, err := g.opts.NodeAddrs(ctx)
+		if err != nil {
+			klog.V(2).InfoS("Reading the Node's status addresses; keeping the previous ones", "err", err)
+			maps(next, prev)
+		}
+		for _, a := range nodeAddrs {
+			next[canonical(a)] = true
+		}
+	}
+	if len(next) != len(prev) || !containsAll(prev, next) {
+		klog.V(2).InfoS("Node addresses for the probe host policy", "policy", g.policy, "addresses", sortedAddrs(next))
+	}
+	g.node.Store(&next)
+}
+
+func maps(dst, src map[netip.Addr]bool) {
+	for a := range src {
+		dst[a] = true
+	}
+}
+
+func containsAll(a, b map[netip.Addr]bool) bool {
+	for k := range b {
+		if !a[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// NodeAddrs returns the node addresses the guard currently refuses, sorted.
+func (g *HostGuard) NodeAddrs() []netip.Addr {
+	if g == nil {
+		return nil
+	}
+	return sortedAddrs(*g.node.Load())
+}
+
+func sortedAddrs(m map[netip.Addr]bool) []netip.Addr {
+	out := make([]netip.Addr, 0, len(m))
+	for a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
+
+// InterfaceAddrs lists the addresses of every local network interface,
+// whether up or down.
+func InterfaceAddrs() ([]netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		var ip net.IP
+		switch v := a.(type) {
+		case *net.IPNet:
+			ip = v.IP
+		case *net.IPAddr:
+			ip = v.IP
+		}
+		if p, ok := netip.AddrFromSlice(ip); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// canonical drops an IPv6 zone and unmaps an IPv4-mapped IPv6 address, so
+// that ::ffff:127.0.0.1 is judged as the 127.0.0.1 it reaches.
+func canonical(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
+
+// ParsePodIPs parses pod IPs as written in status.podIPs, skipping blanks
+// and anything that is not an IP.
+func ParsePodIPs(ips ...string) []netip.Addr {
+	out := make([]netip.Addr, 0, len(ips))
+	for _, s := range ips {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, canonical(a))
+		}
+	}
+	return out
+}
+
+// CheckAddr returns a *RefusedError if a probe of a pod with podIPs may not
+// connect to addr, and nil if it may.
+func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
+	if !g.active() {
+		return nil
+	}
+	a := canonical(addr)
+	for _, p := range podIPs {
+		if canonical(p) == a {
+			return nil // the pod's own IPs are always allowed
+		}
+	}
+	if g.policy == HostPolicyPodIPs {
+		return &RefusedError{Addr: addr.String(), Reason: refusedNotPodIP, Policy: g.policy}
+	}
+	if reason := g.nodeLocal(a); reason != "" {
+		return &RefusedError{Addr: addr.String(), Reason: reason, Policy: g.policy}
+	}
+	return nil
+}
+
+// nodeLocal says why deny-node-local refuses a canonical address, or "".
+func (g *HostGuard) nodeLocal(a netip.Addr) string {
+	switch {
+	case metadataAddrs[a] || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
+		return refusedLinkLocal
+	case a.IsLoopback():
+		return refusedLoopback
+	case a.IsUnspecified():
+		return refusedUnspecified
+	case (*g.node.Load())[a]:
+		return refusedNode
+	case a.Is6() && nat64Prefix.Contains(a):
+		b := a.As16()
+		v4 := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		if r := g.nodeLocal(v4); r != "" {
+			return fmt.Sprintf("NAT64 for %s, which is %s", v4, r)
+		}
+	}
+	return ""
+}
+
+// CheckHost checks a probe's host as written (httpGet.host, a redirect's
+// host, or the pod IP when the probe names none). An IP literal is checked;
+// an empty host, which would reach this node, is refused; a name returns nil
+// because names are only judged by the addresses they resolve to, when the
+// probe dials them.
+func (g *HostGuard) CheckHost(host string, podIPs []netip.Addr) error {
+	if !g.active() {
+		return nil
+	}
+	if host == "" {
+		return &RefusedError{Reason: refusedNoHost, Policy: g.policy}
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return nil
+	}
+	return g.CheckAddr(a, podIPs)
+}

@@ -1,0 +1,239 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func addrs(s ...string) []netip.Addr {
+	out := make([]netip.Addr, 0, len(s))
+	for _, a := range s {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out
+}
+
+// staticAddrs is an InterfaceAddrs that returns a fixed list.
+func staticAddrs(s ...string) func() ([]netip.Addr, error) {
+	return func() ([]netip.Addr, error) { return addrs(s...), nil }
+}
+
+func TestParseHostPolicy(t *testing.T) {
+	for in, want := range map[string]HostPolicy{
+		"":                HostPolicyDenyNodeLocal,
+		"deny-node-local": HostPolicyDenyNodeLocal,
+		"pod-ips":         HostPolicyPodIPs,
+		"kubelet":         HostPolicyKubelet,
+	} {
+		got, err := ParseHostPolicy(in)
+		if err != nil || got != want {
+			t.Errorf("ParseHostPolicy(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"Kubelet", "none", "deny"} {
+		if _, err := ParseHostPolicy(bad); err == nil {
+			t.Errorf("ParseHostPolicy(%q) accepted", bad)
+		}
+	}
+	var p HostPolicy
+	if p.String() != "deny-node-local" {
+		t.Errorf("zero HostPolicy prints %q", p.String())
+	}
+	if err := p.Set("pod-ips"); err != nil || p != HostPolicyPodIPs {
+		t.Errorf("Set = %v, %q", err, p)
+	}
+}
+
+// TestHostGuardRules walks every rule of every policy, address by address.
+func TestHostGuardRules(t *testing.T) {
+	node := staticAddrs("127.0.0.1", "::1", "10.20.0.7", "fe80::1", "2001:db8::7")
+	deny := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{InterfaceAddrs: node})
+	podOnly := NewHostGuard(HostPolicyPodIPs, HostGuardOptions{InterfaceAddrs: node})
+	kubelet := NewHostGuard(HostPolicyKubelet, HostGuardOptions{InterfaceAddrs: node})
+	var none *HostGuard
+	pod := addrs("127.0.0.9", "fd00::9")
+
+	const (
+		ok       = ""
+		linkLoc  = "link-local/metadata"
+		loopback = "loopback"
+		unspec   = "unspecified"
+		nodeAddr = "an address of this node"
+		notPod   = "not one of the pod's IPs"
+	)
+	cases := []struct {
+		addr         string
+		deny, podIPs string // expected reason fragment, "" = allowed
+	}{
+		// The pod's own IPs are always allowed, even on loopback.
+		{"127.0.0.9", ok, ok},
+		{"fd00::9", ok, ok},
+		{"::ffff:127.0.0.9", ok, ok}, // IPv4-mapped form of a pod IP
+		// Loopback.
+		{"127.0.0.1", loopback, notPod},
+		{"127.0.0.5", loopback, notPod},
+		{"127.255.255.254", loopback, notPod},
+		{"::1", loopback, notPod},
+		{"::ffff:127.0.0.5", loopback, notPod}, // IPv4-mapped loopback
+		// Link-local and metadata.
+		{"169.254.169.254", linkLoc, notPod},
+		{"169.254.0.1", linkLoc, notPod},
+		{"fe80::abcd", linkLoc, notPod},
+		{"fe80::1%eth0", linkLoc, notPod},
+		{"fd00:ec2::254", linkLoc, notPod},
+		{"fd20:ce::254", linkLoc, notPod},
+		{"100.100.100.200", linkLoc, notPod},
+		{"::ffff:169.254.169.254", linkLoc, notPod},
+		{"64:ff9b::a9fe:a9fe", "NAT64 for 169.254.169.254", notPod},
+		{"64:ff9b::7f00:1", "NAT64 for 127.0.0.1", notPod},
+		// Unspecified addresses reach this node.
+		{"0.0.0.0", unspec, notPod},
+		{"::", unspec, notPod},
+		// The node's own addresses.
+		{"10.20.0.7", nodeAddr, notPod},
+		{"2001:db8::7", nodeAddr, notPod},
+		// Anything else routable.
+		{"10.20.0.8", ok, notPod},
+		{"192.0.2.10", ok, notPod},
+		{"2001:db8::8", ok, notPod},
+		{"64:ff9b::808:808", ok, notPod},
+		{"100.100.100.201", ok, notPod},
+	}
+	check := func(t *testing.T, g *HostGuard, addr, want string) {
+		t.Helper()
+		err := g.CheckAddr(netip.MustParseAddr(addr), pod)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s %s: refused: %v", g.Policy(), addr, err)
+			}
+			return
+		}
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s %s: err = %v; want a refusal (%s)", g.Policy(), addr, err, want)
+		}
+		if !strings.Contains(re.Reason, want) || re.Policy != g.Policy() {
+			t.Errorf("%s %s: refusal %q; want reason %q", g.Policy(), addr, err, want)
+		}
+		if !strings.HasSuffix(err.Error(), ", refused by --probe-host-policy="+string(g.Policy())) {
+			t.Errorf("message %q does not name the policy", err)
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.addr, func(t *testing.T) {
+			check(t, deny, tc.addr, tc.deny)
+			check(t, podOnly, tc.addr, tc.podIPs)
+			check(t, kubelet, tc.addr, ok)
+			check(t, none, tc.addr, ok)
+		})
+	}
+
+	// The message users see, word for word.
+	err := deny.CheckAddr(netip.MustParseAddr("169.254.169.254"), pod)
+	if want := "169.254.169.254 is link-local/metadata, refused by --probe-host-policy=deny-node-local"; err == nil || err.Error() != want {
+		t.Errorf("message = %v; want %q", err, want)
+	}
+}
+
+func TestHostGuardCheckHost(t *testing.T) {
+	g := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{InterfaceAddrs: staticAddrs()})
+	pod := addrs("127.0.0.9")
+	if err := g.CheckHost("127.0.0.9", pod); err != nil {
+		t.Errorf("pod IP refused: %v", err)
+	}
+	if err := g.CheckHost("127.0.0.5", pod); err == nil {
+		t.Error("loopback literal allowed")
+	}
+	// Names are judged by what they resolve to, when dialed.
+	if err := g.CheckHost("localhost", pod); err != nil {
+		t.Errorf("name checked statically: %v", err)
+	}
+	// No host and no pod IP would dial ":port", this node.
+	if err := g.CheckHost("", pod); err == nil || !strings.Contains(err.Error(), "no host and no pod IP") {
+		t.Errorf("empty host: %v", err)
+	}
+	if err := NewHostGuard(HostPolicyKubelet, HostGuardOptions{}).CheckHost("", nil); err != nil {
+		t.Errorf("kubelet policy refused an empty host: %v", err)
+	}
+}
+
+// TestHostGuardRefreshesNodeAddresses: interface and Node addresses are read
+// at start and refreshed on the clock; a failing source keeps what it had.
+func TestHostGuardRefreshesNodeAddresses(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	var mu sync.Mutex
+	ifAddrs := addrs("10.0.0.1")
+	var ifErr error
+	nodeAddrs := addrs("203.0.113.1")
+	var nodeErr error
+	g := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{
+		InterfaceAddrs: func() ([]netip.Addr, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return ifAddrs, ifErr
+		},
+		NodeAddrs: func(context.Context) ([]netip.Addr, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return nodeAddrs, nodeErr
+		},
+		Refresh: 30 * time.Second,
+		Clock:   clk,
+	})
+	refused := func(a string) bool { return g.CheckAddr(netip.MustParseAddr(a), nil) != nil }
+	// Interfaces are read at once; the Node only once Run starts.
+	if !refused("10.0.0.1") || refused("203.0.113.1") {
+		t.Fatalf("after New: node addresses %v", g.NodeAddrs())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); g.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "Node addresses", func() bool { return refused("203.0.113.1") })
+
+	// An address added to an interface is refused after the next refresh.
+	mu.Lock()
+	ifAddrs = addrs("10.0.0.1", "10.0.0.2")
+	mu.Unlock()
+	if refused("10.0.0.2") {
+		t.Fatal("new address refused before a refresh")
+	}
+	waitFor(t, "the ticker", clk.HasWaiters)
+	clk.Step(30 * time.Second)
+	waitFor(t, "refresh", func() bool { return refused("10.0.0.2") })
+
+	// Errors keep the previous addresses; a removed address is forgotten.
+	mu.Lock()
+	ifAddrs, ifErr = nil, errors.New("netlink down")
+	nodeAddrs, nodeErr = nil, errors.New("forbidden")
+	mu.Unlock()
+	clk.Step(30 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if !refused("10.0.0.2") || !refused("203.0.113.1") {
+		t.Fatalf("a failed refresh dropped addresses: %v", g.NodeAddrs())
+	}
+	mu.Lock()
+	ifAddrs, ifErr = addrs("10.0.0.1"), nil
+	nodeAddrs, nodeErr = nil, nil
+	mu.Unlock()
+	clk.Step(30 * time.Second)
+	waitFor(t, "removed addresses forgotten", func() bool { return !refused("10.0.0.2") && !refused("203.0.113.1") })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

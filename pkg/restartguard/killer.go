@@ -1,0 +1,146 @@
+package restartguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/worker"
+)
+
+// Event reasons of deferred restarts (Warning events on the container).
+const (
+	// ReasonRestartsPaused: the workload guard paused a liveness restart.
+	ReasonRestartsPaused = "RestartsPaused"
+	// ReasonRestartBudgetExceeded: the node's restart budget deferred a restart.
+	ReasonRestartBudgetExceeded = "RestartBudgetExceeded"
+)
+
+// episodeGap: a deferral with no attempt for this long is over; the next one
+// is reported (event and metric) afresh.
+const episodeGap = 10 * time.Minute
+
+// DeferredError is what Killer returns for a kill it held back on purpose.
+// The worker treats it as a failed kill: it stays on hold and asks again on
+// its next period while the container still runs.
+type DeferredError struct {
+	// Reason is DeferBudget or DeferWorkloadGuard.
+	Reason string
+	// Message says why, as the event does.
+	Message string
+	// Reprobe: the kill is cancelled rather than merely delayed; the owner
+	// of the worker should start the probe over, so that the container is
+	// only restarted if it still fails once the pause is over (the workload
+	// guard). Without it the worker simply retries the same kill.
+	Reprobe bool
+}
+
+func (e *DeferredError) Error() string { return "restart deferred: " + e.Message }
+
+// AsDeferred returns err's *DeferredError, if it is one.
+func AsDeferred(err error) (*DeferredError, bool) {
+	var d *DeferredError
+	ok := errors.As(err, &d)
+	return d, ok
+}
+
+// Killer is a worker.Killer that applies the workload guard (liveness
+// kills only) and then the node budget (liveness and startup kills) before
+// handing a kill to Inner. Every deferral is a *DeferredError, reported once
+// per container instance and reason with a Warning event and
+// probed_restarts_deferred_total.
+type Killer struct {
+	// Inner performs allowed kills; required.
+	Inner worker.Killer
+	// Budget is the node's restart budget; nil is unlimited.
+	Budget *Budget
+	// Workloads is the workload guard; nil guards nothing.
+	Workloads *Workloads
+	// Recorder receives the deferral events; nil emits none.
+	Recorder worker.Recorder
+	// Metrics may be nil.
+	Metrics *Metrics
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+
+	mu       sync.Mutex
+	episodes map[episodeKey]time.Time // last attempt of each ongoing deferral
+}
+
+type episodeKey struct{ containerID, reason string }
+
+var _ worker.Killer = (*Killer)(nil)
+
+// Kill implements worker.Killer.
+func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
+	if probeType == prober.Liveness && k.Workloads != nil {
+		if d := k.Workloads.Failing(pod, container.Name); d.Paused {
+			return k.deferKill(pod, container.Name, containerID, DeferWorkloadGuard, ReasonRestartsPaused, d.Message(), true)
+		}
+	}
+	if !k.Budget.Take() {
+		msg := fmt.Sprintf("the node's restart budget of %d per minute is spent; restart of container %s after its %s probe failure deferred",
+			k.Budget.PerMinute(), container.Name, strings.ToLower(probeType.String()))
+		return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+	}
+	k.endEpisodes(containerID)
+	return k.Inner.Kill(ctx, pod, container, containerID, probeType, spec)
+}
+
+// deferKill reports a deferral the first time in an episode and returns it.
+func (k *Killer) deferKill(pod *v1.Pod, container, containerID, reason, eventReason, msg string, reprobe bool) error {
+	if k.startEpisode(containerID, reason) {
+		k.Metrics.countDeferred(reason)
+		klog.InfoS("Container restart deferred", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", container,
+			"containerID", containerID, "reason", reason, "message", msg)
+		if k.Recorder != nil {
+			k.Recorder.Event(pod, container, v1.EventTypeWarning, eventReason, msg)
+		}
+	}
+	return &DeferredError{Reason: reason, Message: msg, Reprobe: reprobe}
+}
+
+// startEpisode notes an attempt and reports whether it starts a new episode.
+func (k *Killer) startEpisode(containerID, reason string) bool {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.episodes == nil {
+		k.episodes = map[episodeKey]time.Time{}
+	}
+	for key, last := range k.episodes {
+		if now.Sub(last) > episodeGap {
+			delete(k.episodes, key)
+		}
+	}
+	key := episodeKey{containerID, reason}
+	_, ongoing := k.episodes[key]
+	k.episodes[key] = now
+	return !ongoing
+}
+
+// endEpisodes forgets a container's deferrals once its kill goes ahead.
+func (k *Killer) endEpisodes(containerID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key := range k.episodes {
+		if key.containerID == containerID {
+			delete(k.episodes, key)
+		}
+	}
+}
+
+func (k *Killer) now() time.Time {
+	if k.Clock == nil {
+		return time.Now()
+	}
+	return k.Clock.Now()
+}

@@ -1,0 +1,75 @@
+// Command probed-driver runs probed's own code under the benchmark loads of
+// benchkit: pkg/prober for network probes (net, rate), pkg/worker for the
+// scheduling figure (sched), and pkg/prober over both pkg/cri runtimes for
+// exec probes against a private containerd (exec).
+package main
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/results"
+	"github.com/probed-dev/probed/test/bench/benchkit"
+)
+
+func main() {
+	benchkit.Main(benchkit.Driver{
+		Impl:  "probed",
+		Maker: makeProbe,
+		Sched: &sched{},
+		Extra: map[string]func([]string) (any, error){"exec": runExec},
+	})
+}
+
+// noEvents is the worker's event sink when nothing is recorded; success
+// paths never call it.
+type noEvents struct{}
+
+func (noEvents) Event(string, string, string) {}
+
+// netSpec is the probe a pod would declare for proto on port, with the API's
+// defaults.
+func netSpec(proto string, port int) (*v1.Probe, error) {
+	spec := &v1.Probe{TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3}
+	switch proto {
+	case "http":
+		spec.HTTPGet = &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(int32(port)), Scheme: v1.URISchemeHTTP}
+	case "tcp":
+		spec.TCPSocket = &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}
+	case "grpc":
+		spec.GRPC = &v1.GRPCAction{Port: int32(port)}
+	default:
+		return nil, fmt.Errorf("unknown protocol %q", proto)
+	}
+	return spec, nil
+}
+
+// makeProbe calls (*prober.Prober).Probe the way a probed worker does: one
+// shared Prober, the pod's IP as target, a readiness probe.
+func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
+	spec, err := netSpec(proto, port)
+	if err != nil {
+		return nil, err
+	}
+	p := prober.New(nil, prober.Options{})
+	target := prober.Target{
+		PodIP:       host,
+		ContainerID: "containerd://0123456789abcdef",
+		Ports:       []v1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: v1.ProtocolTCP}},
+	}
+	var sink prober.EventSink = noEvents{}
+	return func(ctx context.Context) error {
+		res, out, err := p.Probe(ctx, prober.Readiness, spec, target, sink)
+		if err != nil {
+			return err
+		}
+		if res != results.Success {
+			return fmt.Errorf("probe result %v: %s", res, out)
+		}
+		return nil
+	}, nil
+}

@@ -1,0 +1,232 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	promh "github.com/probed-dev/probed/test/harness/prometheus"
+	"github.com/probed-dev/probed/test/monitoring"
+)
+
+// promServer is a test's own real Prometheus, scraping its probed(s) every
+// second with deploy/monitoring's alert rules loaded.
+type promServer struct {
+	*promh.Server
+	t *testing.T
+}
+
+// startPrometheus starts Prometheus on targets and waits until it has
+// scraped each of them once.
+func startPrometheus(t *testing.T, targets ...promh.Target) *promServer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := promh.Start(ctx, promh.Options{
+		Targets:   targets,
+		RuleFiles: []string{monitoring.RepoPath(monitoring.PlainRulesPath)},
+	})
+	if err != nil {
+		// hack/install-deps.sh installs Debian's prometheus for this tier.
+		t.Fatalf("starting Prometheus: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("prometheus log (tail):\n%s", s.LogTail(40))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping Prometheus: %v", err)
+		}
+	})
+	if err := s.WaitUp(ctx, len(targets)); err != nil {
+		t.Fatal(err)
+	}
+	return &promServer{Server: s, t: t}
+}
+
+// promTarget is probed's metrics address, labelled with its node as the
+// PodMonitor's relabeling does.
+func (e *testEnv) promTarget(p *probedProc) promh.Target {
+	return promh.Target{Addr: p.addr, Labels: map[string]string{"node": e.node}}
+}
+
+// query evaluates q now; an API error fails the test.
+func (s *promServer) query(q string) promh.Vector {
+	s.t.Helper()
+	v, err := s.Query(context.Background(), q)
+	if err != nil {
+		s.t.Fatalf("query %s: %v", q, err)
+	}
+	return v
+}
+
+// eventually polls q until ok holds and returns that result.
+func (s *promServer) eventually(what, q string, timeout time.Duration, ok func(promh.Vector) bool) promh.Vector {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v, err := s.Query(context.Background(), q)
+		if err == nil && ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out after %v waiting for %s: %s = %v (err %v)", timeout, what, q, v, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// value is the single sample's value of v, or NaN if v is not one sample.
+func value(v promh.Vector) float64 {
+	if len(v) != 1 {
+		return math.NaN()
+	}
+	return v[0].Value
+}
+
+func atLeast(n float64) func(promh.Vector) bool {
+	return func(v promh.Vector) bool { return value(v) >= n }
+}
+
+func empty(v promh.Vector) bool { return len(v) == 0 }
+
+// finite reports whether some sample of v is a number (histogram_quantile
+// over a window without observations gives NaN).
+func finite(v promh.Vector) bool {
+	for _, s := range v {
+		if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// labelNames are a sample's label names other than __name__, sorted.
+func labelNames(s promh.Sample) []string {
+	var out []string
+	for k := range s.Metric {
+		if k != "__name__" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// observedNode is one node whose probed runs every probe handler, with
+// every documented series present once breakSick has run:
+//
+//   - web/app: readiness over HTTP (the test flips it), liveness over TCP;
+//   - web/side: readiness over gRPC, always serving;
+//   - sick/app: startup and liveness over HTTP; breakSick fails the
+//     liveness target after startup, so probed tries to kill the container,
+//     which fails (no runtime here) and is retried every period;
+//   - exec/app: readiness by exec, which fails fast with no runtime
+//     (--runtime-type=none): an exec error, no probe result.
+type observedNode struct {
+	e                  *testEnv
+	p                  *probedProc
+	prom               *promServer
+	web, sick, execPod *v1.Pod
+	webApp, sickApp    *httpTarget
+	workersByType      map[string]int
+}
+
+func newObservedNode(t *testing.T, probedArgs ...string) *observedNode {
+	t.Helper()
+	e := newEnv(t)
+	ip := loopbackIP()
+	o := &observedNode{e: e,
+		webApp:        startHTTPTarget(t, ip, true),
+		sickApp:       startHTTPTarget(t, ip, true),
+		workersByType: map[string]int{"Readiness": 3, "Liveness": 2, "Startup": 1},
+	}
+	g := startGRPCTarget(t, ip)
+	g.Set(true)
+	tcpPort, _ := startTCPTarget(t, ip)
+	o.web = e.createPod("web", mustJSON(probes{
+		"app": {
+			"readinessProbe": httpProbe(o.webApp.Port, "/ready", nil),
+			"livenessProbe":  map[string]any{"tcpSocket": map[string]any{"port": tcpPort}, "periodSeconds": 1},
+		},
+		"side": {"readinessProbe": map[string]any{"grpc": map[string]any{"port": g.Port}, "periodSeconds": 1}},
+	}), true, container{name: "app"}, container{name: "side"})
+	o.sick = e.createPod("sick", mustJSON(probes{"app": {
+		"startupProbe":  httpProbe(o.sickApp.Port, "/healthz", nil),
+		"livenessProbe": httpProbe(o.sickApp.Port, "/healthz", nil),
+	}}), true, container{name: "app"})
+	o.execPod = e.createPod("exec", mustJSON(probes{"app": {
+		"readinessProbe": map[string]any{"exec": map[string]any{"command": []string{"true"}}, "periodSeconds": 1},
+	}}), true, container{name: "app"})
+	for _, p := range []*v1.Pod{o.web, o.sick, o.execPod} {
+		e.runPod(p, ip, time.Minute)
+	}
+	o.p = e.startProbed(probedArgs...)
+	o.prom = startPrometheus(t, e.promTarget(o.p))
+	return o
+}
+
+// total is the PromQL selector of prober_probe_total for one worker and result.
+func (o *observedNode) total(pod, container, probeType, result string) string {
+	return fmt.Sprintf(`prober_probe_total{job="probed",namespace=%q,pod=%q,container=%q,probe_type=%q,result=%q}`,
+		o.e.ns, pod, container, probeType, result)
+}
+
+// breakSick fails sick/app's liveness target once its startup probe passed,
+// and waits for Prometheus to see the failed kill.
+func (o *observedNode) breakSick() {
+	o.e.t.Helper()
+	o.e.waitCond("sick", "started.probed.io/app", v1.ConditionTrue, 20*time.Second)
+	o.sickApp.Set(false)
+	o.prom.eventually("a failed liveness kill", fmt.Sprintf(
+		`probed_container_kills_total{job="probed",node=%q,probe_type="Liveness",outcome="error"}`, o.e.node), 30*time.Second, atLeast(1))
+}
+
+// waitAllDocumentedSeries waits until every metric of docs/observability.md's
+// table has series in Prometheus for this node, and returns the table.
+func (o *observedNode) waitAllDocumentedSeries() []monitoring.DocMetric {
+	o.e.t.Helper()
+	docs, err := monitoring.DocumentedMetrics()
+	if err != nil {
+		o.e.t.Fatal(err)
+	}
+	for _, m := range docs {
+		for _, q := range seriesQueries(m, o.e.node) {
+			o.prom.eventually(m.Name+" present", q, 30*time.Second, func(v promh.Vector) bool { return len(v) > 0 })
+		}
+	}
+	return docs
+}
+
+// seriesQueries select a documented metric's series on node: the metric
+// itself, or a histogram's _bucket, _sum and _count.
+func seriesQueries(m monitoring.DocMetric, node string) []string {
+	names := []string{m.Name}
+	if m.Type == "histogram" {
+		names = []string{m.Name + "_bucket", m.Name + "_sum", m.Name + "_count"}
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = fmt.Sprintf(`%s{job="probed",node=%q}`, n, node)
+	}
+	return out
+}
+
+// wantLabels is what a documented metric's series carry in Prometheus: the
+// documented labels, the target's (job, instance, node), and le on buckets.
+func wantLabels(m monitoring.DocMetric, query string) string {
+	l := append([]string{"instance", "job", "node"}, m.Labels...)
+	if strings.HasPrefix(query, m.Name+"_bucket{") {
+		l = append(l, "le")
+	}
+	sort.Strings(l)
+	return strings.Join(l, ",")
+}

@@ -4,14 +4,14 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/probed-dev/probed/pkg/version.Version=$(VERSION)
 GO ?= go
 
-.PHONY: all build test unit integration runtime fuzz lint deps k8s-bins images clean
+.PHONY: all build test unit integration runtime e2e fuzz lint deps k8s-bins images clean
 
 all: lint build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/probed ./cmd/probed
 
-## test: every tier (unit, fuzz smoke, integration, runtime). This is what CI runs.
+## test: every tier (lint, unit, fuzz smoke, integration, runtime, e2e). This is what CI runs.
 test:
 	bash hack/test.sh all
 
@@ -24,13 +24,16 @@ integration:
 runtime:
 	bash hack/test.sh runtime
 
+e2e:
+	bash hack/test.sh e2e
+
 fuzz:
 	bash hack/test.sh fuzz
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags integration,runtime ./test/...
+	$(GO) vet -tags integration,runtime,e2e ./test/...
 
 deps:
 	bash hack/install-deps.sh

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs probed's test tiers. Usage: hack/test.sh [all|unit|fuzz|integration|runtime]...
+# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|runtime|e2e]...
 # Every tier installs and starts what it needs: Debian packages, Kubernetes
 # binaries built from Go modules (cached in .cache/), locally built images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiers=("$@"); [ ${#tiers[@]} -eq 0 ] && tiers=(all)
-[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration runtime)
+[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration runtime e2e)
 
 step() { printf '\n==> %s\n' "$*"; }
 for t in "${tiers[@]}"; do
@@ -30,6 +30,11 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-images.sh
       go test -race -count=1 -tags runtime -timeout 20m ./test/runtime/... ;;
+    e2e)
+      step "end-to-end tier: a real node (control plane, containerd, kubelet) with probed as the DaemonSet"
+      bash hack/install-deps.sh
+      bash hack/build-k8s.sh
+      go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/ ;;
     *) echo "unknown tier: $t" >&2; exit 2 ;;
   esac
 done

@@ -28,6 +28,9 @@ type lane struct {
 }
 
 type netnsSpec struct {
+	// TWReuse, when set, is written to net.ipv4.tcp_tw_reuse in the new
+	// namespace (the host's is untouched).
+	TWReuse   *int   `json:"tw_reuse,omitempty"`
 	Target    string `json:"target"`
 	TargetCPU int    `json:"target_cpu"` // -1: not pinned
 	DriverCPU int    `json:"driver_cpu"`
@@ -99,6 +102,11 @@ func netnsRun() error {
 	}
 	if err := loopbackUp(); err != nil {
 		return fmt.Errorf("loopback up: %w", err)
+	}
+	if spec.TWReuse != nil {
+		if err := os.WriteFile("/proc/sys/net/ipv4/tcp_tw_reuse", []byte(strconv.Itoa(*spec.TWReuse)), 0o644); err != nil {
+			return fmt.Errorf("tcp_tw_reuse: %w", err)
+		}
 	}
 	res := make([]laneResult, len(spec.Lanes))
 	var wg sync.WaitGroup

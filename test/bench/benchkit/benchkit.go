@@ -522,11 +522,15 @@ func runSched(d Driver, args []string) (*SchedResult, error) {
 	window := fs.Duration("window", 12*time.Second, "measured window")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of the window")
 	startProf := fs.String("startprofile", "", "write a CPU profile of the start and warm-up")
+	memProf := fs.String("memprofile", "", "write allocation profiles (MemProfileRate=1) at the window's start (FILE.base) and end")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if d.Sched == nil {
 		return nil, errors.New("no scheduler")
+	}
+	if *memProf != "" {
+		runtime.MemProfileRate = 1
 	}
 	maxCalls := int((*warmup+*window)/(*period)) + 8
 	rec := NewRecorder(*n, maxCalls)
@@ -565,6 +569,11 @@ func runSched(d Driver, args []string) (*SchedResult, error) {
 			return nil, err
 		}
 	}
+	if *memProf != "" {
+		if err := writeHeapProfile(*memProf + ".base"); err != nil {
+			return nil, err
+		}
+	}
 	gc0 := gcCycles() // not ReadMemStats: its stop-the-world would land in the window
 	ao0, ab0 := heapAllocs()
 	u0, s0 := CPU()
@@ -579,6 +588,11 @@ func runSched(d Driver, args []string) (*SchedResult, error) {
 	}
 	gc1 := gcCycles()
 	ao1, ab1 := heapAllocs()
+	if *memProf != "" {
+		if err := writeHeapProfile(*memProf); err != nil {
+			return nil, err
+		}
+	}
 	logf("sched %s: window done %.2fs after start", d.Impl, time.Since(t0).Seconds())
 	// Memory last: the forced collections would otherwise disturb the window.
 	heap1, stack1, rss1 := memNow()

@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/probed-dev/probed/test/bench/benchkit"
@@ -310,10 +311,11 @@ func (b *bench) runNet() error {
 	return nil
 }
 
-// runTW counts TIME_WAIT sockets per target port after a fixed-rate run,
-// each run in a fresh namespace, both implementations at once, each against
-// its own target. gRPC probes cost ~5x the CPU of HTTP ones: at 1,000/s two
-// of them do not fit on one shared core, so gRPC runs at TWRateGRPC.
+// runTW counts TIME_WAIT sockets per target port after a fixed-rate run.
+// Both implementations run at once, each in its own fresh namespace (its
+// own port space and TIME_WAIT table) against its own target. gRPC probes
+// cost ~5x the CPU of HTTP ones: at 1,000/s two of them do not fit on one
+// shared core, so gRPC runs at TWRateGRPC.
 func (b *bench) runTW() error {
 	c := b.cfg
 	tcpu, dcpu := b.cpus()
@@ -323,25 +325,38 @@ func (b *bench) runTW() error {
 			if proto == "grpc" {
 				rate = c.TWRateGRPC
 			}
-			var ls []lane
-			for _, impl := range b.order(rep) {
-				ls = append(ls, lane{Driver: b.driver(impl), CountTW: proto,
-					Args: []string{"rate", "-proto", proto, "-port", "{" + proto + "}", "-rate", fmt.Sprint(rate), "-dur", c.TWDur.String()}})
+			impls := b.order(rep)
+			results := make([][]laneResult, len(impls))
+			errs := make([]error, len(impls))
+			var wg sync.WaitGroup
+			for i, impl := range impls {
+				spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
+					Lanes: []lane{{Driver: b.driver(impl), CountTW: proto,
+						Args: []string{"rate", "-proto", proto, "-port", "{" + proto + "}", "-rate", fmt.Sprint(rate), "-dur", c.TWDur.String()}}}}
+				if b.netns {
+					// As for probes of pod IPs on a real node: the default
+					// tcp_tw_reuse=2 lets connect() recycle TIME_WAIT ports
+					// on loopback only.
+					zero := 0
+					spec.TWReuse = &zero
+					// Every probe goes to one address and port here, where a
+					// node's probes spread over many pod IPs: give connect()
+					// the whole port range so 20,000 sockets in TIME_WAIT do
+					// not exhaust it.
+					spec.PortRange = "1024 65535"
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = b.runNetns(spec)
+				}()
 			}
-			spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu, Lanes: ls}
-			if b.netns {
-				// As for probes of pod IPs on a real node: the default
-				// tcp_tw_reuse=2 lets connect() recycle TIME_WAIT ports on
-				// loopback only, which would cap the count near the number
-				// of ephemeral ports connect() prefers (~half the range).
-				zero := 0
-				spec.TWReuse = &zero
-			}
-			lr, err := b.runNetns(spec)
-			if err != nil {
-				return err
-			}
-			for _, l := range lr {
+			wg.Wait()
+			for i := range impls {
+				if errs[i] != nil {
+					return errs[i]
+				}
+				l := results[i][0]
 				var r benchkit.RateResult
 				if err := json.Unmarshal(l.Out, &r); err != nil {
 					return err

@@ -30,7 +30,9 @@ type lane struct {
 type netnsSpec struct {
 	// TWReuse, when set, is written to net.ipv4.tcp_tw_reuse in the new
 	// namespace (the host's is untouched).
-	TWReuse   *int   `json:"tw_reuse,omitempty"`
+	TWReuse *int `json:"tw_reuse,omitempty"`
+	// PortRange, when set, is written to net.ipv4.ip_local_port_range.
+	PortRange string `json:"port_range,omitempty"`
 	Target    string `json:"target"`
 	TargetCPU int    `json:"target_cpu"` // -1: not pinned
 	DriverCPU int    `json:"driver_cpu"`
@@ -106,6 +108,11 @@ func netnsRun() error {
 	if spec.TWReuse != nil {
 		if err := os.WriteFile("/proc/sys/net/ipv4/tcp_tw_reuse", []byte(strconv.Itoa(*spec.TWReuse)), 0o644); err != nil {
 			return fmt.Errorf("tcp_tw_reuse: %w", err)
+		}
+	}
+	if spec.PortRange != "" {
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_local_port_range", []byte(spec.PortRange), 0o644); err != nil {
+			return fmt.Errorf("ip_local_port_range: %w", err)
 		}
 	}
 	res := make([]laneResult, len(spec.Lanes))

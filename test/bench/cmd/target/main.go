@@ -56,7 +56,8 @@ func main() {
 				return
 			}
 			go func() {
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				// No read deadline: every prober closes at once, and a timer
+				// per connection would make the target the bottleneck sooner.
 				_, _ = io.Copy(io.Discard, c)
 				_ = c.Close()
 			}()

@@ -107,6 +107,27 @@ rm -f "$up_out"
 export KUBECONFIG
 setup_done=$SECONDS
 
+# The same Prometheus the integration tier tests with (Debian's), scraping
+# probed the way a cluster's would; it outlives this script until demo-down.
+step "Prometheus (Debian's prometheus) scraping probed every 5s"
+prom_dir=$root/.cache/demo-prometheus
+prom_port=${DEMO_PROMETHEUS_PORT:-9090}
+if (exec 3<>/dev/tcp/127.0.0.1/$prom_port) 2>/dev/null; then prom_port=19090; fi
+if [[ -f $prom_dir/prometheus.pid ]]; then kill "$(cat "$prom_dir/prometheus.pid")" 2>/dev/null || true; fi
+rm -rf "$prom_dir" && mkdir -p "$prom_dir/data"
+cat >"$prom_dir/prometheus.yml" <<PROM
+global: {scrape_interval: 5s, evaluation_interval: 5s}
+rule_files: [$root/deploy/monitoring/rules/probed.rules.yaml]
+scrape_configs:
+- job_name: probed
+  static_configs: [{targets: ['${url#http://}'], labels: {node: '127.0.0.1'}}]
+PROM
+setsid /usr/bin/prometheus --config.file="$prom_dir/prometheus.yml" --storage.tsdb.path="$prom_dir/data" \
+  --web.listen-address="127.0.0.1:$prom_port" >"$prom_dir/prometheus.log" 2>&1 </dev/null &
+echo $! >"$prom_dir/prometheus.pid"
+prom_url=http://127.0.0.1:$prom_port
+echo "Prometheus at $prom_url (pid $(cat "$prom_dir/prometheus.pid"), log $prom_dir/prometheus.log)"
+
 step "sample workloads"
 if [[ -d examples/demo ]] && compgen -G 'examples/demo/*.y*ml' >/dev/null; then
   kubectl apply -f examples/demo/
@@ -220,6 +241,16 @@ echo "${bold}probed's own metrics${off} ${dim}(probed_*)${off}"
 fetch "$url/metrics" 2>/dev/null | grep -E '^probed_(workers|status_writes_total|runtime_exec_total|container_kills_total)' |
   awk '$2 != 0' | head -n 14 || true
 
+# One PromQL query and its answer, as a dashboard would ask it.
+promql='sum by (probe_type, result) (increase(prober_probe_total[1m]))'
+encoded='sum%20by%20(probe_type%2C%20result)%20(increase(prober_probe_total%5B1m%5D))'
+echo
+echo "${bold}Prometheus: probes in the last minute by type and result${off}"
+echo "${dim}PromQL: $promql${off}"
+fetch "$prom_url/api/v1/query?query=$encoded" 2>/dev/null |
+  sed -E 's/\{"metric":\{"probe_type":"([^"]*)","result":"([^"]*)"\},"value":\[[^,]*,"([^"]*)"\]\}/\n  \1 \2: \3\n/g' |
+  grep -E '^  (Liveness|Readiness|Startup) ' | sed -E 's/: ([0-9]+)(\.[0-9]+)?$/: \1/' || echo "  (no answer yet; the UI is at $prom_url)"
+
 cat <<MSG
 
 ${bold}make demo finished in $((SECONDS - t0))s (setup $((setup_done - t0))s, watching $((SECONDS - setup_done))s). The cluster keeps running.${off}
@@ -230,6 +261,7 @@ Look further:
   kubectl -n probed-system logs ds/probed
   curl $url/debug/probes    # every probe worker: state, last results
   curl -s $url/metrics | grep -E '^(prober|probed)_'
+  Prometheus UI: $prom_url   (try: $promql)
   logs: $run_dir/*.log, $run_dir/controlplane/*.log, $run_dir/containerd/containerd.log
 Stop everything and remove $run_dir:
   make demo-down

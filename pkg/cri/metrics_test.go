@@ -3,17 +3,13 @@ package cri
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/internal/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 // The runtime metrics pass the Prometheus metric linter: promlint in
@@ -28,7 +24,7 @@ func TestMetricsLint(t *testing.T) {
 	}
 	m.observeStop(TypeNative, nil, time.Second)
 	m.observeStop(TypeNative, errors.New("boom"), time.Second)
-	lintRegistry(t, reg)
+	metricstest.Lint(t, reg)
 }
 
 // With no runtime (--runtime-type=none) an exec still gets a slot, so it
@@ -59,36 +55,5 @@ probed_runtime_exec_total{outcome="error",runtime="none"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "probed_runtime_exec_total"); err != nil {
 		t.Error(err)
-	}
-}
-
-// lintRegistry fails t on any finding of promlint, or of promtool if it is
-// on PATH, on reg's /metrics page.
-func lintRegistry(t *testing.T, reg *prometheus.Registry) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	page := rec.Body.String()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Log("promtool is not installed; linted with promlint only")
-		return
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(page)
-	out, err := cmd.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Errorf("promtool check metrics: %v\n%s\non:\n%s", err, out, page)
 	}
 }

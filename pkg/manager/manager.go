@@ -67,6 +67,9 @@ type Manager struct {
 
 	liveness, readiness, startup results.Manager
 
+	// statusMu serializes updateStatus; it is taken before mu, never after.
+	statusMu sync.Mutex
+
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
 	// byKey maps namespace/name to the UIDs tracked under it (normally one).

@@ -70,6 +70,11 @@ func (m *Manager) triggerReadiness(u results.Update) {
 // result before a restart of probed: then that seed stands until the worker's
 // own probes say otherwise, so a restart of probed never flips a condition.
 func (m *Manager) updateStatus(uid types.UID) {
+	// Computing and handing over happen under one lock, so of two concurrent
+	// updates (a result change, a worker exit, a sync) the later computation
+	// is always the one the writer keeps.
+	m.statusMu.Lock()
+	defer m.statusMu.Unlock()
 	pod, ok := m.Pod(uid)
 	if !ok {
 		return

@@ -31,7 +31,7 @@ if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
 fi
 
 echo ">> building the benchmark binaries into $bin"
-(cd test/bench && go build -trimpath -o "$bin/" ./cmd/bench ./cmd/target ./cmd/probed-driver)
+(cd test/bench && go build -trimpath -o "$bin/" ./cmd/bench ./cmd/target ./cmd/probed-driver ./cmd/probed-exec-driver)
 # The kubelet's side, with its own go.mod (the kubelet's dependency versions)
 # and the version stamp a release kubelet carries (its gRPC User-Agent).
 (cd test/bench/kubelet && go build -trimpath \

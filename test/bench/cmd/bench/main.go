@@ -374,7 +374,7 @@ func (b *bench) runTW() error {
 func (b *bench) runExec() error {
 	c := b.cfg
 	_, cpu := b.cpus()
-	cmd := exec.Command(b.driver("probed"), "exec", "-repo", b.repo, "-rates", c.ExecRates, "-durs", c.ExecDurs,
+	cmd := exec.Command(filepath.Join(b.bin, "probed-exec-driver"), "exec", "-repo", b.repo, "-rates", c.ExecRates, "-durs", c.ExecDurs,
 		"-reps", strconv.Itoa(c.Reps), "-pin-cpu", strconv.Itoa(cpu))
 	var r benchkit.ExecResult
 	if err := runJSON(cmd, &r); err != nil {

@@ -1,7 +1,6 @@
 // Command probed-driver runs probed's own code under the benchmark loads of
-// benchkit: pkg/prober for network probes (net, rate), pkg/worker for the
-// scheduling figure (sched), and pkg/prober over both pkg/cri runtimes for
-// exec probes against a private containerd (exec).
+// benchkit: pkg/prober for network probes (net, rate) and pkg/worker for the
+// scheduling figure (sched). Exec probes are probed-exec-driver's.
 package main
 
 import (
@@ -21,7 +20,6 @@ func main() {
 		Impl:  "probed",
 		Maker: makeProbe,
 		Sched: &sched{},
-		Extra: map[string]func([]string) (any, error){"exec": runExec},
 	})
 }
 

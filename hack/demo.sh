@@ -40,40 +40,9 @@ step "Debian packages (hack/install-deps.sh)"
 bash hack/install-deps.sh
 step "Kubernetes v1.33 binaries (hack/build-k8s.sh; from an empty Go cache about 5 min on 2 cores)"
 bash hack/build-k8s.sh
-bindir=${PROBED_K8S_BIN_DIR:-$root/.cache/k8s/$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' test/tools/go.mod)/bin}
-if ! command -v kubectl >/dev/null && [[ ! -x $bindir/kubectl ]]; then
-  # Debian has no kubectl package. Build k8s.io/kubernetes/cmd/kubectl's few
-  # lines against the published k8s.io/kubectl of the same minor, in a
-  # throwaway module (test/tools pins only what build-k8s.sh builds).
-  step "kubectl (not installed: building it from k8s.io/kubectl, about 2 min)"
-  k8sv=${bindir%/bin}; k8sv=${k8sv##*/}   # v1.33.13
-  kv=v0.${k8sv#v1.}                       # v0.33.13
-  ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags+=" -X $pkg.gitVersion=$k8sv -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(cut -d. -f2 <<<"$k8sv") -X $pkg.gitTreeState=clean"
-  done
-  mod=$root/.cache/kubectl-build
-  mkdir -p "$mod"
-  cat >"$mod/main.go" <<'GO'
-package main
-
-import (
-	"k8s.io/component-base/cli"
-	"k8s.io/kubectl/pkg/cmd"
-	"k8s.io/kubectl/pkg/cmd/util"
-)
-
-func main() {
-	if err := cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()); err != nil {
-		util.CheckErr(err)
-	}
-}
-GO
-  (cd "$mod" && { [[ -f go.mod ]] || go mod init kubectl-build >/dev/null 2>&1; } &&
-    go get "k8s.io/kubectl@$kv" "k8s.io/component-base@$kv" && go mod tidy &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bindir/kubectl" .)
-fi
-[[ -x $bindir/kubectl ]] && export PATH="$bindir:$PATH"
+step "kubectl (hack/build-kubectl.sh; built from k8s.io/kubectl when not installed, about 2 min)"
+kubectl_dir=$(bash hack/build-kubectl.sh)
+export PATH="$kubectl_dir:$PATH"
 step "test images: busybox, pause (hack/build-images.sh)"
 bash hack/build-images.sh
 step "probed's image (hack/build-probed-image.sh)"

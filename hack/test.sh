@@ -34,6 +34,7 @@ for t in "${tiers[@]}"; do
       step "end-to-end tier: a real node (control plane, containerd, kubelet) with probed as the DaemonSet"
       bash hack/install-deps.sh
       bash hack/build-k8s.sh
+      PATH="$(bash hack/build-kubectl.sh):$PATH"
       go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/ ;;
     *) echo "unknown tier: $t" >&2; exit 2 ;;
   esac

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 const (
@@ -509,6 +510,7 @@ func (s *sc) deleteAndExpectUnready(handlerSleep time.Duration) time.Time {
 	// Delete the pod as it was last seen Ready with probed's readiness True,
 	// and no later: a precondition on its resourceVersion makes sure the
 	// False that follows comes after the deletion.
+	var deletionRV string
 	err := wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p := s.get()
 		if !isReady(p) || condStatus(p, s.readyCond()) != v1.ConditionTrue {
@@ -520,48 +522,78 @@ func (s *sc) deleteAndExpectUnready(handlerSleep time.Duration) time.Time {
 		if apierrors.IsConflict(err) {
 			return false, nil
 		}
+		deletionRV = p.ResourceVersion
 		return err == nil, err
 	})
 	if err != nil {
 		s.t.Fatalf("deleting the Ready pod: %v", err)
 	}
 	deleted := time.Now()
+	// Watch from the deletion's resourceVersion rather than poll: the
+	// kubelet may post Ready=False and remove the pod within a few
+	// milliseconds of each other, and a poll can miss the version between.
+	wctx, cancel := context.WithTimeout(s.ctx, 2*time.Minute)
+	defer cancel()
+	w, err := client.CoreV1().Pods(s.ns).Watch(wctx, metav1.ListOptions{
+		FieldSelector:   "metadata.name=" + s.podName,
+		ResourceVersion: deletionRV,
+	})
+	if err != nil {
+		s.t.Fatalf("watching the deleted pod: %v", err)
+	}
+	defer w.Stop()
 	var gateFalse, podUnready time.Duration
 	var last *v1.Pod
-	err = wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(s.ns).Get(ctx, s.podName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			// The kubelet stops a sidecar last and may not re-post Ready
-			// from the readiness gate before the pod is gone; probed's part
-			// is its gate turning False while the sidecar still ran.
-			if s.place == sidecar && gateFalse != 0 {
-				s.t.Logf("%v: pod gone %v after deletion; the kubelet never posted Ready=False, probed's gate was False after %v",
-					s.elapsed(), time.Since(deleted).Round(10*time.Millisecond), gateFalse.Round(10*time.Millisecond))
-				podUnready = time.Since(deleted)
-				return true, nil
+	err = func() error {
+		for {
+			select {
+			case <-wctx.Done():
+				return fmt.Errorf("timed out: %s False after %v, pod not Ready after %v", s.readyCond(), gateFalse, podUnready)
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return fmt.Errorf("the watch closed early")
+				}
+				p, isPod := ev.Object.(*v1.Pod)
+				if !isPod {
+					return fmt.Errorf("watch event %s: %v", ev.Type, ev.Object)
+				}
+				if ev.Type == watch.Deleted {
+					// The kubelet stops a sidecar last and may not re-post
+					// Ready from the readiness gate before the pod is gone;
+					// probed's part is its gate turning False while the
+					// sidecar still ran.
+					if s.place == sidecar && gateFalse != 0 && podUnready == 0 {
+						s.t.Logf("%v: pod gone %v after deletion; the kubelet never posted Ready=False, probed's gate was False after %v",
+							s.elapsed(), time.Since(deleted).Round(10*time.Millisecond), gateFalse.Round(10*time.Millisecond))
+						podUnready = time.Since(deleted)
+						return nil
+					}
+					if gateFalse == 0 || podUnready == 0 {
+						return fmt.Errorf("the pod was gone before it was seen not Ready")
+					}
+					return nil
+				}
+				last = p
+				if gateFalse == 0 && condStatus(p, s.readyCond()) == v1.ConditionFalse {
+					gateFalse = time.Since(deleted)
+					cs := s.status(p)
+					running := cs != nil && cs.State.Running != nil
+					s.t.Logf("%v: %s False %v after deletion (%s); container running: %v",
+						s.elapsed(), s.readyCond(), gateFalse.Round(10*time.Millisecond), condition(p, s.readyCond()).Reason, running)
+					if gateFalse >= handlerSleep {
+						return fmt.Errorf("%s turned False only %v after deletion, when the container had stopped anyway", s.readyCond(), gateFalse)
+					}
+				}
+				if podUnready == 0 && !isReady(p) {
+					podUnready = time.Since(deleted)
+					s.t.Logf("%v: pod not Ready %v after deletion", s.elapsed(), podUnready.Round(10*time.Millisecond))
+				}
+				if gateFalse != 0 && podUnready != 0 {
+					return nil
+				}
 			}
-			return false, fmt.Errorf("the pod was gone before it was seen not Ready")
 		}
-		if err != nil {
-			return false, nil
-		}
-		last = p
-		if gateFalse == 0 && condStatus(p, s.readyCond()) == v1.ConditionFalse {
-			gateFalse = time.Since(deleted)
-			cs := s.status(p)
-			running := cs != nil && cs.State.Running != nil
-			s.t.Logf("%v: %s False %v after deletion (%s); container running: %v",
-				s.elapsed(), s.readyCond(), gateFalse.Round(10*time.Millisecond), condition(p, s.readyCond()).Reason, running)
-			if gateFalse >= handlerSleep {
-				return false, fmt.Errorf("%s turned False only %v after deletion, when the container had stopped anyway", s.readyCond(), gateFalse)
-			}
-		}
-		if podUnready == 0 && !isReady(p) {
-			podUnready = time.Since(deleted)
-			s.t.Logf("%v: pod not Ready %v after deletion", s.elapsed(), podUnready.Round(10*time.Millisecond))
-		}
-		return gateFalse != 0 && podUnready != 0, nil
-	})
+	}()
 	if err != nil {
 		s.t.Fatalf("%v: after deletion: %v; pod: %s", s.elapsed(), err, summarize(last))
 	}

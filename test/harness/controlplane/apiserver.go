@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 const (
@@ -28,7 +30,7 @@ type apiServer struct {
 	port   int
 	args   []string
 	runDir string
-	proc   *process // nil while stopped
+	proc   *proc.Process // nil while stopped
 	// detached: see Options.Detached.
 	detached bool
 }
@@ -73,19 +75,19 @@ func newAPIServer(bin, runDir string, port int, etcdURL string, p *pki, extra []
 // client, failing early with the log tail if the process exits.
 func (a *apiServer) start(ctx context.Context, client kubernetes.Interface) error {
 	if a.proc != nil {
-		if done, _ := a.proc.exited(); !done {
-			return fmt.Errorf("kube-apiserver already running (pid %d)", a.proc.pid())
+		if done, _ := a.proc.Exited(); !done {
+			return fmt.Errorf("kube-apiserver already running (pid %d)", a.proc.PID())
 		}
 	}
-	proc, err := startProcess("kube-apiserver", filepath.Join(a.runDir, apiServerLog), a.bin, a.args, a.detached)
+	child, err := startProcess("kube-apiserver", filepath.Join(a.runDir, apiServerLog), a.bin, a.args, a.detached)
 	if err != nil {
 		return err
 	}
-	a.proc = proc
+	a.proc = child
 	var last string
 	err = poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		if done, _ := proc.exited(); done {
-			return false, proc.failure("kube-apiserver exited during start")
+		if done, _ := child.Exited(); done {
+			return false, startFailure(child, "kube-apiserver exited during start")
 		}
 		rctx, cancel := context.WithTimeout(ctx, readyzRequestTO)
 		defer cancel()
@@ -101,7 +103,7 @@ func (a *apiServer) start(ctx context.Context, client kubernetes.Interface) erro
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			err = proc.failure("kube-apiserver not ready on port %d (last /readyz: %s): %v", a.port, last, err)
+			err = startFailure(child, "kube-apiserver not ready on port %d (last /readyz: %s): %v", a.port, last, err)
 		}
 		_ = a.stop()
 		return err
@@ -114,7 +116,7 @@ func (a *apiServer) stop() error {
 	if a.proc == nil {
 		return nil
 	}
-	err := a.proc.stop(apiServerGrace)
+	err := a.proc.Stop(apiServerGrace)
 	a.proc = nil
 	return err
 }
@@ -123,5 +125,5 @@ func (a *apiServer) pid() int {
 	if a.proc == nil {
 		return 0
 	}
-	return a.proc.pid()
+	return a.proc.PID()
 }

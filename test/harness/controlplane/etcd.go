@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // etcd is a single-member etcd on two free loopback ports, plain HTTP (it is
 // reachable from loopback only and lives for one test run).
 type etcd struct {
-	proc      *process
+	proc      *proc.Process
 	clientURL string
 }
 
@@ -61,13 +63,13 @@ func tryStartEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd
 		// No etcd auto-compaction: as in a real cluster, kube-apiserver
 		// compacts (every 5 min), so watch resumption behaves the same.
 	}
-	proc, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args, detached)
+	child, err := startProcess("etcd", filepath.Join(runDir, "etcd.log"), bin, args, detached)
 	if err != nil {
 		return nil, err
 	}
-	e := &etcd{proc: proc, clientURL: clientURL}
+	e := &etcd{proc: child, clientURL: clientURL}
 	if err := e.waitHealthy(ctx); err != nil {
-		_ = proc.stop(2 * time.Second)
+		_ = child.Stop(2 * time.Second)
 		return nil, err
 	}
 	return e, nil
@@ -77,8 +79,8 @@ func (e *etcd) waitHealthy(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second}
 	var last string
 	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
-		if done, _ := e.proc.exited(); done {
-			return false, e.proc.failure("etcd exited during start")
+		if done, _ := e.proc.Exited(); done {
+			return false, startFailure(e.proc, "etcd exited during start")
 		}
 		resp, err := client.Get(e.clientURL + "/health")
 		if err != nil {
@@ -91,9 +93,9 @@ func (e *etcd) waitHealthy(ctx context.Context) error {
 		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"health":"true"`), nil
 	})
 	if err != nil && ctx.Err() != nil {
-		return e.proc.failure("etcd not healthy at %s (last: %s): %v", e.clientURL, last, err)
+		return startFailure(e.proc, "etcd not healthy at %s (last: %s): %v", e.clientURL, last, err)
 	}
 	return err
 }
 
-func (e *etcd) stop() error { return e.proc.stop(10 * time.Second) }
+func (e *etcd) stop() error { return e.proc.Stop(10 * time.Second) }

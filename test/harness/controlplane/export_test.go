@@ -7,7 +7,7 @@ func (cp *ControlPlane) PIDs() map[string]int {
 	defer cp.mu.Unlock()
 	pids := map[string]int{}
 	if cp.etcd != nil {
-		pids["etcd"] = cp.etcd.proc.pid()
+		pids["etcd"] = cp.etcd.proc.PID()
 	}
 	if cp.apiserver != nil && cp.apiserver.pid() != 0 {
 		pids["kube-apiserver"] = cp.apiserver.pid()

@@ -45,6 +45,7 @@ import (
 
 	"github.com/probed-dev/probed/test/harness/containerd"
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // NodeName is the node's name, and its InternalIP: the kubelet runs with
@@ -117,7 +118,7 @@ type Node struct {
 	client    kubernetes.Interface
 
 	mu       sync.Mutex // guards procs
-	procs    map[string]*process
+	procs    map[string]*proc.Process
 	deployed deployment
 
 	stopOnce sync.Once
@@ -164,7 +165,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	defer cancel()
 
 	sweepStale()
-	n := &Node{Name: NodeName, opts: opts, procs: map[string]*process{}}
+	n := &Node{Name: NodeName, opts: opts, procs: map[string]*proc.Process{}}
 	if n.RunDir = opts.RunDir; n.RunDir == "" {
 		if n.RunDir, err = os.MkdirTemp("", tempDirPrefix); err != nil {
 			return nil, err
@@ -314,8 +315,10 @@ func (n *Node) waitReady(ctx context.Context) error {
 	var last string
 	err := poll(ctx, 200*time.Millisecond, func() (bool, error) {
 		for _, name := range []string{kubeletName, kcmName, schedName} {
-			if p := n.proc(name); p != nil && p.exited() {
-				return false, p.failure("%s exited while the node was starting", name)
+			if p := n.proc(name); p != nil {
+				if done, _ := p.Exited(); done {
+					return false, p.Failure("%s exited while the node was starting", name)
+				}
 			}
 		}
 		node, err := n.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
@@ -346,7 +349,7 @@ func (n *Node) waitReady(ctx context.Context) error {
 		return true, nil
 	})
 	if err != nil && ctx.Err() != nil {
-		return n.proc(kubeletName).failure("node %s not ready (last: %s): %v", n.Name, last, err)
+		return n.proc(kubeletName).Failure("node %s not ready (last: %s): %v", n.Name, last, err)
 	}
 	return err
 }
@@ -386,7 +389,7 @@ func (n *Node) Stop() error {
 func (n *Node) stop() error {
 	var errs []error
 	if p := n.proc(kubeletName); p != nil {
-		errs = append(errs, p.stop(15*time.Second))
+		errs = append(errs, p.Stop(15*time.Second))
 	}
 	if !n.removeDir {
 		keepContainerdLog(n.RunDir)
@@ -399,7 +402,7 @@ func (n *Node) stop() error {
 	}
 	for _, name := range []string{kcmName, schedName} {
 		if p := n.proc(name); p != nil {
-			errs = append(errs, p.stop(10*time.Second))
+			errs = append(errs, p.Stop(10*time.Second))
 		}
 	}
 	if n.cp != nil {
@@ -419,13 +422,13 @@ func (n *Node) stop() error {
 	return err
 }
 
-func (n *Node) proc(name string) *process {
+func (n *Node) proc(name string) *proc.Process {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.procs[name]
 }
 
-func (n *Node) setProc(name string, p *process) {
+func (n *Node) setProc(name string, p *proc.Process) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.procs[name] = p

@@ -126,7 +126,7 @@ func main() {
 	repo := flag.String("repo", ".", "repository root")
 	out := flag.String("out", "docs/benchmarks", "output directory")
 	quick := flag.Bool("quick", false, "a 2-3 minute smoke: one repetition, short runs")
-	only := flag.String("only", "", "comma-separated phases to run (sched,net,tw,exec,profile); default all")
+	only := flag.String("only", "", "comma-separated phases to run (sched,net,tw,exec,profile,api); default all")
 	flag.Parse()
 
 	cfg := fullConfig()
@@ -144,7 +144,7 @@ func main() {
 	}
 	b.res = &Results{Config: cfg, Raw: &Raw{}}
 	b.env()
-	phases := map[string]bool{"sched": true, "net": true, "tw": true, "exec": true, "profile": cfg.Profile}
+	phases := map[string]bool{"sched": true, "net": true, "tw": true, "exec": true, "profile": cfg.Profile, "api": true}
 	if *only != "" {
 		phases = map[string]bool{}
 		for _, p := range strings.Split(*only, ",") {
@@ -161,6 +161,7 @@ func main() {
 		{"tw", b.runTW},
 		{"exec", b.runExec},
 		{"profile", b.runProfiles},
+		{"api", b.runAPI},
 	}
 	for _, s := range steps {
 		if !phases[s.name] {

@@ -41,6 +41,7 @@ type Raw struct {
 	TW    []TWRun              `json:"time_wait"`
 	Sched []SchedRun           `json:"sched"`
 	Exec  *benchkit.ExecResult `json:"exec,omitempty"`
+	API   []APIRun             `json:"api,omitempty"`
 }
 
 type NetRun struct {
@@ -350,6 +351,7 @@ func buildRows(res *Results) []Row {
 			rows = append(rows, seen)
 		}
 	}
+	rows = append(rows, apiRows(raw.API)...)
 	return rows
 }
 

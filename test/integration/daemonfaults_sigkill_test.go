@@ -1,0 +1,208 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// condRecorder watches a namespace's pods and records every transition of
+// probed's conditions, per pod, from a known starting state.
+type condRecorder struct {
+	mu    sync.Mutex
+	last  map[string]map[string]v1.ConditionStatus // pod -> condition -> status
+	flips map[string][]string                      // pod -> "type: from->to"
+}
+
+func probedConds(p *v1.Pod) map[string]v1.ConditionStatus {
+	out := map[string]v1.ConditionStatus{}
+	for _, c := range p.Status.Conditions {
+		if strings.Contains(string(c.Type), "probed.io") {
+			out[string(c.Type)] = c.Status
+		}
+	}
+	return out
+}
+
+// watchConds lists the namespace's pods as the baseline and records every
+// change of a probed condition after it until ctx ends.
+func (e *testEnv) watchConds(ctx context.Context) *condRecorder {
+	e.t.Helper()
+	list, err := client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := &condRecorder{last: map[string]map[string]v1.ConditionStatus{}, flips: map[string][]string{}}
+	for i := range list.Items {
+		r.last[list.Items[i].Name] = probedConds(&list.Items[i])
+	}
+	w, err := client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Error {
+				if ctx.Err() == nil {
+					e.t.Errorf("watch error: %v", ev.Object)
+				}
+				return
+			}
+			p, ok := ev.Object.(*v1.Pod)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			now := probedConds(p)
+			r.mu.Lock()
+			prev := r.last[p.Name]
+			for t, s := range now {
+				if prev[t] != s {
+					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q->%q", t, prev[t], s))
+				}
+			}
+			for t, s := range prev {
+				if _, ok := now[t]; !ok {
+					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q removed", t, s))
+				}
+			}
+			r.last[p.Name] = now
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+func (r *condRecorder) transitions(pod string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.flips[pod]...)
+}
+
+// TestSIGKILLDuringStatusWrites: 20 pods, 10 of whose targets keep flipping
+// so that status writes are in flight, while probed is SIGKILLed and
+// restarted three times. Afterwards every condition matches its target's final health,
+// and no condition of the 10 pods whose targets never changed ever moved.
+func TestSIGKILLDuringStatusWrites(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ip := loopbackIP()
+	const flippers, steady = 10, 10
+	type podT struct {
+		name   string
+		target *httpTarget
+		flips  bool
+	}
+	var pods []podT
+	for i := 0; i < flippers+steady; i++ {
+		flips := i < flippers
+		healthy := i%2 == 0
+		name := fmt.Sprintf("steady-%d", i)
+		if flips {
+			name = fmt.Sprintf("flip-%d", i)
+		}
+		tg := startHTTPTarget(t, ip, healthy)
+		pod := e.createPod(name, mustJSON(probes{"app": {"readinessProbe": httpProbe(tg.Port, "/ready",
+			map[string]any{"failureThreshold": 1})}}), true, container{name: "app"})
+		e.runPod(pod, ip, time.Minute)
+		pods = append(pods, podT{name, tg, flips})
+	}
+	want := func(tg *httpTarget) v1.ConditionStatus {
+		if tg.healthy.Load() {
+			return v1.ConditionTrue
+		}
+		return v1.ConditionFalse
+	}
+	converged := func() bool {
+		for _, p := range pods {
+			if !e.condIs(p.name, "ready.probed.io/app", want(p.target)) || !e.condIs(p.name, "probed.io/ready", want(p.target)) {
+				return false
+			}
+		}
+		return true
+	}
+	p := e.startProbed()
+	eventually(t, "initial conditions", 30*time.Second, converged)
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	rec := e.watchConds(ctx)
+
+	// Flip the flippers every 1.2-2.6 s, each at its own pace (probes run
+	// every second, so each state is seen), so writes are always flowing.
+	flipCtx, stopFlipping := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, pt := range pods {
+		if !pt.flips {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Duration(1200+150*i) * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-flipCtx.Done():
+					return
+				case <-tick.C:
+					pt.target.Set(!pt.target.healthy.Load())
+				}
+			}
+		}()
+	}
+	writes := func() int {
+		n := 0
+		for _, pt := range pods {
+			n += len(rec.transitions(pt.name))
+		}
+		return n
+	}
+	var restartedAt time.Time
+	for round := 0; round < 3; round++ {
+		// Kill only while writes are flowing.
+		w0 := writes()
+		eventually(t, "status writes flowing", 30*time.Second, func() bool { return writes() >= w0+10 })
+		p.kill()
+		t.Logf("round %d: SIGKILLed probed with %d condition transitions seen so far", round, writes())
+		p = e.startProbed()
+		restartedAt = time.Now()
+	}
+	w0 := writes()
+	eventually(t, "writes after the last restart", 30*time.Second, func() bool { return writes() >= w0+10 })
+	stopFlipping()
+	wg.Wait()
+	stopped := time.Now()
+	eventually(t, "conditions match the targets' final health", 30*time.Second, converged)
+	t.Logf("converged %v after the last flip (%v after the last restart)",
+		time.Since(stopped).Round(10*time.Millisecond), time.Since(restartedAt).Round(10*time.Millisecond))
+	// Hold: nothing drifts afterwards either.
+	consistently(t, "converged conditions", 3*time.Second, converged)
+
+	for _, pt := range pods {
+		tr := rec.transitions(pt.name)
+		if pt.flips {
+			if len(tr) == 0 {
+				t.Errorf("%s: its target flipped but no condition moved", pt.name)
+			}
+			continue
+		}
+		if len(tr) != 0 {
+			t.Errorf("%s: its target never changed, yet its conditions moved: %v", pt.name, tr)
+		}
+	}
+	select {
+	case <-p.exited:
+		t.Fatalf("probed exited: %v", p.exitErr)
+	default:
+	}
+}

@@ -69,6 +69,10 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	tcpClose, err := prober.ParseTCPCloseMode(o.TCPProbeClose)
+	if err != nil {
+		return err
+	}
 	hostGuard := prober.NewHostGuard(hostPolicy, prober.HostGuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
@@ -133,7 +137,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err = manager.New(manager.Options{
 		Informer:    podInformer,
 		Source:      source,
-		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard}),
+		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose}),
 		Killer:      killer,
 		HostGuard:   hostGuard,
 		Liveness:    liveness,

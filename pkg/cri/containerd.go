@@ -24,6 +24,7 @@ type Containerd struct {
 	client  *containerd.Client
 	ns      string
 	fifoDir string
+	targets targetCache
 
 	procWarnOnce sync.Once
 }

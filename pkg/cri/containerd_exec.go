@@ -88,26 +88,28 @@ type execution struct {
 	stopWait       context.CancelFunc
 }
 
-func (r *Containerd) startExec(ctx context.Context, containerID, id string, cmd []string) (_ *execution, retErr error) {
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		if errdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("exec in container %s: %w", containerID, ErrContainerNotFound)
+func (r *Containerd) startExec(ctx context.Context, containerID, id string, cmd []string) (*execution, error) {
+	for attempt := 0; ; attempt++ {
+		t, cached, err := r.execTarget(ctx, containerID, id)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("exec in container %s: load container: %w", containerID, err)
+		x, err := r.startExecOn(ctx, containerID, id, t, cmd)
+		if err != nil && cached {
+			r.targets.drop(id, t)
+			// A task that is gone may have been replaced: look again. A
+			// fresh lookup explains why, if it fails too.
+			if attempt == 0 && ctx.Err() == nil && (errdefs.IsNotFound(err) || errors.Is(err, ErrContainerNotRunning)) {
+				continue
+			}
+		}
+		return x, err
 	}
-	task, err := runningTask(ctx, c)
-	if err != nil {
-		return nil, fmt.Errorf("exec in container %s: %w", containerID, err)
-	}
-	spec, err := loadedSpec(ctx, c)
-	if err != nil {
-		return nil, fmt.Errorf("exec in container %s: read spec: %w", containerID, err)
-	}
-	if spec.Process == nil {
-		return nil, fmt.Errorf("exec in container %s: spec has no process", containerID)
-	}
-	pspec := *spec.Process // a copy: only the arguments and the terminal differ
+}
+
+func (r *Containerd) startExecOn(ctx context.Context, containerID, id string, t *execTarget, cmd []string) (_ *execution, retErr error) {
+	task := t.task
+	pspec := *t.proc // a copy: only the arguments and the terminal differ
 	pspec.Args = cmd
 	pspec.CommandLine = ""
 	pspec.Terminal = false
@@ -122,6 +124,7 @@ func (r *Containerd) startExec(ctx context.Context, containerID, id string, cmd 
 	x := &execution{r: r, containerID: containerID, id: id, task: task,
 		stdout: newCappedBuffer(MaxOutputBytes), stderr: newCappedBuffer(MaxOutputBytes)}
 	execID := newExecID()
+	var err error
 	x.proc, err = task.Exec(sctx, execID, &pspec,
 		cio.NewCreator(cio.WithStreams(nil, x.stdout, x.stderr), cio.WithFIFODir(r.fifoDir)))
 	if err != nil { // Exec has removed its FIFOs already.

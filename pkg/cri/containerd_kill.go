@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -19,12 +20,13 @@ func (r *Containerd) killTree(ctx context.Context, x *execution) int {
 	}
 	// The container's init is alive and in the cgroup for as long as the
 	// container runs: if this /proc does not show it there, it is not the host's.
-	if !inContainerCgroup(int(x.task.Pid()), x.id) {
+	initPID := r.initPID(ctx, x)
+	if !inContainerCgroup(initPID, x.id) {
 		r.procWarnOnce.Do(func() {
 			logger.Info("Warning: a container's processes are not visible in this /proc, so a timed-out exec "+
 				"probe's children cannot be killed, only the command itself; run probed with hostPID "+
 				"(unless the container was just exiting). Logged once.",
-				"containerID", x.containerID, "initPID", x.task.Pid())
+				"containerID", x.containerID, "initPID", initPID)
 		})
 		return 0
 	}
@@ -45,4 +47,19 @@ func (r *Containerd) killTree(ctx context.Context, x *execution) int {
 		logger.Error(err, "Killing a timed-out exec's processes", "containerID", x.containerID, "pid", root)
 	}
 	return n
+}
+
+// initPID asks containerd for the task's init PID: x.task may come from the
+// cache, and a task recreated since has another. A changed PID drops the
+// cache entry.
+func (r *Containerd) initPID(ctx context.Context, x *execution) int {
+	pid := x.task.Pid()
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: x.id})
+	if err != nil || resp.Process == nil {
+		return int(pid)
+	}
+	if resp.Process.Pid != pid {
+		r.targets.drop(x.id, nil)
+	}
+	return int(resp.Process.Pid)
 }

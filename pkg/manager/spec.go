@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -98,6 +99,9 @@ type DeclaredProbe struct {
 	// FromAnnotation is true when the probe comes from the probed.io/probes
 	// annotation, false when it comes from the pod spec.
 	FromAnnotation bool
+	// KeepAlive is the annotation's "probed.io/keepAlive" (httpGet and grpc
+	// only): reuse one connection across runs, which the kubelet never does.
+	KeepAlive bool
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -210,8 +214,12 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 	for _, tg := range targets {
 		entry := annotated[tg.container.Name]
 		for _, pt := range specProbeTypes {
-			probe, fromAnnotation := entry[pt.typ], true
-			if probe == nil {
+			var probe *v1.Probe
+			var keepAlive *bool
+			fromAnnotation := true
+			if ap := entry[pt.typ]; ap != nil {
+				probe, keepAlive = &ap.Probe, ap.KeepAlive
+			} else {
 				if !src.fromSpec() {
 					continue
 				}
@@ -222,7 +230,9 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			}
 			probe = probe.DeepCopy()
 			specSetProbeDefaults(probe)
-			if errs := specValidateProbe(probe, pt.typ, tg.container); len(errs) > 0 {
+			errs := specValidateProbe(probe, pt.typ, tg.container)
+			errs = append(errs, specCheckKeepAlive(probe, keepAlive, field.NewPath(pt.field))...)
+			if len(errs) > 0 {
 				problems = append(problems, specProbeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
 			}
@@ -232,6 +242,7 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				Type:           pt.typ,
 				Probe:          probe,
 				FromAnnotation: fromAnnotation,
+				KeepAlive:      keepAlive != nil && *keepAlive,
 			})
 		}
 	}

@@ -18,7 +18,19 @@ import (
 
 // specAnnotationEntry is one annotation key's probes, by type. A nil or
 // missing probe is not declared.
-type specAnnotationEntry map[prober.ProbeType]*v1.Probe
+type specAnnotationEntry map[prober.ProbeType]*specAnnotatedProbe
+
+// KeepAliveField is the probe field, beside core/v1 Probe's own, that opts
+// an httpGet or grpc probe into reusing its connection between runs.
+const KeepAliveField = "probed.io/keepAlive"
+
+// specAnnotatedProbe is a probe as the annotation declares it: a core/v1
+// Probe plus probed's own fields.
+type specAnnotatedProbe struct {
+	Probe v1.Probe
+	// KeepAlive is KeepAliveField; nil when absent.
+	KeepAlive *bool
+}
 
 // specMaxDecodeErrors caps how many decode errors one whole-annotation
 // problem lists.
@@ -192,8 +204,9 @@ func (d *specDecoder) decodeContainer(path *field.Path, data []byte) specAnnotat
 	return entry
 }
 
-// decodeProbe decodes one core/v1 Probe; nil for null or on error.
-func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *v1.Probe {
+// decodeProbe decodes one core/v1 Probe with probed's fields; nil for null
+// or on error.
+func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *specAnnotatedProbe {
 	switch kind := specJSONKind(data); kind {
 	case "null":
 		return nil
@@ -202,11 +215,17 @@ func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *v1.Probe {
 		d.fail(path, "must be an object (a core/v1 Probe), not %s", kind)
 		return nil
 	}
-	p := &v1.Probe{}
+	// Decoded as strictly as a Probe alone, into a type named Probe so that
+	// decode errors read "Go struct field Probe.periodSeconds" as before.
+	type Probe struct {
+		v1.Probe  `json:",inline"`
+		KeepAlive *bool `json:"probed.io/keepAlive,omitempty"`
+	}
+	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	return p
+	return &specAnnotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive}
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

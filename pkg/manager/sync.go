@@ -97,7 +97,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 	}
 	for k, w := range e.workers {
 		d, ok := want[k]
-		if ok && ProbeSpecEqual(d.Probe, e.specs[k].Probe) {
+		if ok && ProbeSpecEqual(d.Probe, e.specs[k].Probe) && d.KeepAlive == e.specs[k].KeepAlive {
 			continue
 		}
 		w.Stop()
@@ -133,7 +133,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		PodUID:        uid,
 		PodNamespace:  pod.Namespace,
 		PodName:       pod.Name,
-		Container:     d.Container,
+		Container:     &d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,
 		Prober:        workerProber{m: m, uid: uid, container: d.Container.Name},
@@ -146,7 +146,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Clock:         m.opts.Clock,
 		DaemonStart:   m.opts.DaemonStart,
 		Metrics:       m.opts.Metrics,
-		OnExit:        func() { m.workerExited(uid, k, w) },
+		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
+		KeepAlive:     d.KeepAlive,
 	})
 	e.workers[k] = w
 	e.specs[k] = d
@@ -184,12 +185,18 @@ func seedFor(s status.Seed, t prober.ProbeType) func(string) (results.Result, bo
 
 // workerExited drops a worker that ended on its own (pod finished, container
 // will not restart) from the map, unless it was already replaced.
-func (m *Manager) workerExited(uid types.UID, k probeKey, w *worker.Worker) {
+func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w *worker.Worker) {
 	m.mu.Lock()
 	if e := m.pods[uid]; e != nil && e.workers[k] == w {
 		delete(e.workers, k)
 	}
 	m.mu.Unlock()
+	if ctx.Err() != nil {
+		// Shutting down: the writer flushes what the workers last decided.
+		// A status without the stopped probe would drop its conditions and
+		// turn probed.io/ready True (NoGatingProbes) on the way out.
+		return
+	}
 	m.updateStatus(uid)
 }
 

@@ -17,8 +17,14 @@ import (
 
 func benchProbe(b *testing.B, spec *v1.Probe) {
 	b.Helper()
-	p := New(nil, Options{})
-	target := Target{PodIP: "127.0.0.1"}
+	benchProbeWith(b, New(nil, Options{}), spec, Target{PodIP: "127.0.0.1"})
+}
+
+// benchProbeWith runs p as a worker would: one Session for the run.
+func benchProbeWith(b *testing.B, p *Prober, spec *v1.Probe, target Target) {
+	b.Helper()
+	target.Session = NewSession()
+	defer target.Session.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -37,7 +43,39 @@ func BenchmarkHTTPProbe(b *testing.B) {
 	benchProbe(b, httpSpec("/healthz", port))
 }
 
-func BenchmarkTCPProbe(b *testing.B) {
+// BenchmarkHTTPProbeNetHTTP is the net/http path alone (the old one).
+func BenchmarkHTTPProbeNetHTTP(b *testing.B) {
+	_, _, port := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	p := New(nil, Options{})
+	p.http.noFast = true
+	benchProbeWith(b, p, httpSpec("/healthz", port), Target{PodIP: "127.0.0.1"})
+}
+
+func BenchmarkHTTPProbeKeepAlive(b *testing.B) {
+	_, _, port := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	benchProbeWith(b, New(nil, Options{}), httpSpec("/healthz", port), Target{PodIP: "127.0.0.1", KeepAlive: true})
+}
+
+func BenchmarkTCPProbe(b *testing.B) { benchTCP(b, "") }
+
+func BenchmarkTCPProbeRST(b *testing.B) { benchTCP(b, TCPCloseRST) }
+
+// BenchmarkTCPProbeLinger1s is the kubelet's close: SO_LINGER 1s, a close(2) that waits.
+func BenchmarkTCPProbeLinger1s(b *testing.B) {
+	p := New(nil, Options{})
+	p.tcp.dialer = newProbeDialer()
+	benchTCPWith(b, p)
+}
+
+func benchTCP(b *testing.B, mode TCPCloseMode) {
+	benchTCPWith(b, New(nil, Options{TCPClose: mode}))
+}
+
+func benchTCPWith(b *testing.B, p *Prober) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -55,8 +93,8 @@ func BenchmarkTCPProbe(b *testing.B) {
 	}()
 	b.Cleanup(func() { _ = l.Close(); <-done })
 	_, port := hostPort(b, l.Addr().String())
-	benchProbe(b, &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
-		TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}})
+	benchProbeWith(b, p, &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
+		TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}}, Target{PodIP: "127.0.0.1"})
 }
 
 func BenchmarkGRPCProbe(b *testing.B) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,11 +29,15 @@ type grpcProber struct {
 	// carry, so each probe adds a dialer that brings it along.
 	guarded bool
 	dialer  *net.Dialer
+
+	// userAgent is what grpc-go sends: ours, then its own.
+	userAgent string
+	templates templateCache
 }
 
 func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
 	dialer := newGuardedDialer(guard)
-	p := &grpcProber{dialer: dialer, guarded: guard.active(), opts: []grpc.DialOption{
+	p := &grpcProber{dialer: dialer, guarded: guard.active(), userAgent: userAgent + " grpc-go/" + grpc.Version, opts: []grpc.DialOption{
 		grpc.WithUserAgent(userAgent),
 		// Probes carry no credentials, as in the kubelet.
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -47,11 +50,12 @@ func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
 	return p
 }
 
-func (p *grpcProber) probe(ctx context.Context, host, service string, port int, timeout time.Duration) (Result, string, error) {
+// probeGRPCGo is the probe on grpc-go, whose outcomes and texts are the
+// kubelet's. addr is host:port.
+func (p *grpcProber) probeGRPCGo(ctx context.Context, addr, service string, timeout time.Duration) (Result, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	conn, err := p.connect(ctx, addr)
 	if err != nil {
 		if isRefused(err) {

@@ -76,21 +76,27 @@ var errNoDialScope = errors.New("probe connection without a host policy scope re
 // SO_LINGER as lingerControl does.
 func guardedControl(g *HostGuard) func(ctx context.Context, network, address string, c syscall.RawConn) error {
 	return func(ctx context.Context, network, address string, c syscall.RawConn) error {
-		if g.active() {
-			s, ok := scopeFrom(ctx)
-			if !ok {
-				return errNoDialScope
-			}
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("probe connection to %q refused: %w", address, err)
-			}
-			if err := s.guard.CheckAddr(ap.Addr(), s.podIPs); err != nil {
-				return err
-			}
+		if err := checkDialAddr(ctx, g, address); err != nil {
+			return err
 		}
 		return lingerControl(network, address, c)
 	}
+}
+
+// checkDialAddr is guardedControl's policy check alone.
+func checkDialAddr(ctx context.Context, g *HostGuard, address string) error {
+	if !g.active() {
+		return nil
+	}
+	s, ok := scopeFrom(ctx)
+	if !ok {
+		return errNoDialScope
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("probe connection to %q refused: %w", address, err)
+	}
+	return s.guard.CheckAddr(ap.Addr(), s.podIPs)
 }
 
 // isRefused reports whether err, however wrapped (url.Error, net.OpError),
@@ -106,5 +112,5 @@ func newGuardedDialer(g *HostGuard) *net.Dialer {
 	if !g.active() {
 		return newProbeDialer()
 	}
-	return &net.Dialer{ControlContext: guardedControl(g)}
+	return &net.Dialer{ControlContext: guardedControl(g), KeepAlive: -1}
 }

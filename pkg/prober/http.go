@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ const maxRedirects = 10
 // probes then allocate no transport of their own.
 type httpProber struct {
 	transport *http.Transport
+	// fastDialer dials the fast path's connections (see http_fast.go).
+	fastDialer *net.Dialer
+	// noFast turns the fast path off (tests and benchmarks compare the two).
+	noFast bool
 
 	// clients holds one immutable *http.Client per probe timeout. The
 	// client's own Timeout (not a context deadline) is what the kubelet uses,
@@ -48,8 +53,9 @@ func newHTTPProber(guard *HostGuard) *httpProber {
 	// The kubelet's defaults: TLS handshake and idle timeouts, and HTTP/2 over
 	// TLS when the pod offers it.
 	return &httpProber{
-		transport: utilnet.SetTransportDefaults(t),
-		clients:   map[time.Duration]*http.Client{},
+		transport:  utilnet.SetTransportDefaults(t),
+		fastDialer: newFINDialer(guard),
+		clients:    map[time.Duration]*http.Client{},
 	}
 }
 
@@ -126,15 +132,21 @@ func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, st
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("HTTP probe response", "url", req.URL, "status", code, "truncated", truncated, "body", string(body))
 	}
+	res, out := httpOutcome(code, body)
+	return res, out, nil
+}
+
+// httpOutcome judges a response as the kubelet's DoHTTPProbe does.
+func httpOutcome(code int, body []byte) (Result, string) {
 	switch {
 	case code >= http.StatusOK && code < http.StatusMultipleChoices:
-		return Success, string(body), nil
+		return Success, string(body)
 	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
 		// Only a redirect we chose not to follow gets here.
-		return Warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body), nil
+		return Warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)
 	}
 	// The body is deliberately left out of what users see (kubernetes issue 99425).
-	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code), nil
+	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
 }
 
 // readAtMost reads up to limit bytes. Reaching the limit is not an error:

@@ -43,7 +43,7 @@ func New(runner CommandRunner, opts Options) *Prober {
 		runner:    runner,
 		userAgent: ua,
 		http:      newHTTPProber(opts.HostGuard),
-		tcp:       newTCPProber(opts.HostGuard),
+		tcp:       newTCPProber(opts.HostGuard, opts.TCPClose),
 		grpc:      newGRPCProber(ua, opts.HostGuard),
 		guard:     opts.HostGuard,
 	}
@@ -139,18 +139,7 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		return execProbe(ctx, p.runner, h.Exec, target, timeout)
 
 	case h.HTTPGet != nil:
-		req, err := newHTTPRequest(ctx, h.HTTPGet, target, p.userAgent)
-		if err != nil {
-			klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
-			return Unknown, "", err
-		}
-		if err := checkHost(ctx, req.URL.Hostname()); err != nil {
-			return Unknown, "", err
-		}
-		if v := klog.V(4); v.Enabled() {
-			v.InfoS("HTTP probe", "url", req.URL, "headers", h.HTTPGet.HTTPHeaders, "timeout", timeout)
-		}
-		return p.http.probe(req, timeout)
+		return p.http.run(ctx, h.HTTPGet, target, p.userAgent, timeout)
 
 	case h.TCPSocket != nil:
 		port, err := resolvePort(h.TCPSocket.Port, target.Ports)
@@ -184,7 +173,7 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		if v := klog.V(4); v.Enabled() {
 			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout)
 		}
-		return p.grpc.probe(ctx, target.PodIP, service, int(h.GRPC.Port), timeout)
+		return p.grpc.probeSession(ctx, target.Session, target.KeepAlive, target.PodIP, service, int(h.GRPC.Port), timeout)
 	}
 	return Unknown, "", errNoHandler
 }

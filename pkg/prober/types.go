@@ -59,6 +59,12 @@ type Target struct {
 	Ports []v1.ContainerPort
 	// Env is the container's static environment, for $(VAR) expansion in exec commands.
 	Env []v1.EnvVar
+	// KeepAlive opts this probe into reusing its connection between runs
+	// (a probe's "probed.io/keepAlive": true in the annotation). The
+	// kubelet never does; it needs Session.
+	KeepAlive bool
+	// Session is the worker's reusable state; nil keeps nothing.
+	Session *Session
 }
 
 // EventSink receives user-facing events already addressed to the probed container.

@@ -57,12 +57,20 @@ func (m *manager) Get(id string) (Result, bool) {
 }
 
 func (m *manager) Set(id string, result Result, pod *v1.Pod) {
+	// Most calls repeat the cached result: check under the read lock so
+	// workers ticking at once do not serialise on the write lock.
+	m.mu.RLock()
+	prev, ok := m.cache[id]
+	m.mu.RUnlock()
+	if ok && prev == result {
+		return
+	}
 	var uid types.UID
 	if pod != nil {
 		uid = pod.UID
 	}
 	m.mu.Lock()
-	prev, ok := m.cache[id]
+	prev, ok = m.cache[id]
 	if ok && prev == result {
 		m.mu.Unlock()
 		return
@@ -88,16 +96,22 @@ func (m *manager) Remove(id string) {
 func (m *manager) Updates() <-chan struct{} { return m.signal }
 
 func (m *manager) Drain() []Update {
+	// Swap the queue out and build the answer unlocked: with tens of
+	// thousands of workers setting results, a long write lock here would
+	// stall them all.
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if len(m.order) == 0 {
+		m.mu.Unlock()
 		return nil
 	}
-	out := make([]Update, 0, len(m.order))
-	for _, id := range m.order {
-		out = append(out, m.pending[id])
+	order, pending := m.order, m.pending
+	// Sized for a burst like this one, so that the workers' next inserts do
+	// not grow them (on the workers' small stacks).
+	m.order, m.pending = make([]string, 0, len(order)), make(map[string]Update, len(pending))
+	m.mu.Unlock()
+	out := make([]Update, 0, len(order))
+	for _, id := range order {
+		out = append(out, pending[id])
 	}
-	m.order = m.order[:0]
-	clear(m.pending)
 	return out
 }

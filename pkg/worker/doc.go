@@ -6,4 +6,8 @@
 // must: the pod comes from the informer cache (PodSource), "started" is
 // probed's own (Config.Started), time comes from an injected clock, metrics
 // are not package globals, and a panic is logged and counted, never eaten.
+//
+// Scheduling: each worker keeps its own goroutine, as in the kubelet, but
+// the ticks come from one shared timer heap (scheduler.go) rather than one
+// runtime timer per worker, and an idle tick allocates nothing.
 package worker

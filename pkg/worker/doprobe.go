@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -20,40 +22,73 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 	// keep going (the kubelet keeps going too, but says less).
 	defer func() {
 		if r := recover(); r != nil {
-			w.cfg.Metrics.countPanic(w.series)
-			klog.ErrorS(fmt.Errorf("panic: %v", r), "Probe worker recovered from a panic",
+			w.cfg.Metrics.countPanic(&w.series)
+			msg := fmt.Sprintf("panic: %v", r)
+			klog.ErrorS(errors.New(msg), "Probe worker recovered from a panic",
 				w.logKV("stack", string(debug.Stack()))...)
-			w.record(HistoryEntry{Time: w.clock.Now(), Result: "error", Error: fmt.Sprintf("panic: %v", r)})
+			w.record(w.cfg.Clock.Now(), results.Unknown, 0, "", true, excerpt(msg))
 			keepGoing = true
 		}
 	}()
 
+	// The checks and the probe are two calls, not one deep frame: the
+	// probe path's stack must stay within a goroutine's initial 2 KiB.
+	pod, cs, next := w.lookup()
+	if next == stepProbe {
+		if w.containerID != cs.ContainerID {
+			w.newInstance(pod, cs.ContainerID)
+		}
+		next = w.gate(ctx, pod, cs)
+	}
+	if next != stepProbe {
+		return next == stepSkip
+	}
+	return w.probeAndCount(ctx, pod, cs)
+}
+
+// What lookup and gate decided.
+const (
+	stepStop  = iota // the worker ends
+	stepSkip         // nothing to probe on this step
+	stepProbe        // probe pod's container cs
+)
+
+// lookup finds the pod and the container's status, as the kubelet's first
+// checks do.
+//
+//go:noinline
+func (w *Worker) lookup() (*v1.Pod, *v1.ContainerStatus, int) {
 	pod, ok := w.cfg.Pods.Pod(w.cfg.PodUID)
 	if !ok || pod == nil {
 		// Either the pod is not in the cache yet, or it was already deleted.
-		klog.V(3).InfoS("No pod in the cache", w.logKV()...)
+		w.vlog(3, "No pod in the cache")
 		w.state = StateContainerNotRunning
-		return true
+		return nil, nil, stepSkip
 	}
 
 	if pod.Status.Phase == v1.PodFailed || pod.Status.Phase == v1.PodSucceeded {
-		klog.V(3).InfoS("Pod is terminated, exiting probe worker", w.logKV("phase", pod.Status.Phase)...)
+		if klog.V(3).Enabled() {
+			w.vlog(3, "Pod is terminated, exiting probe worker", "phase", pod.Status.Phase)
+		}
 		w.state = StateStopped
-		return false
+		return nil, nil, stepStop
 	}
 
 	cs, ok := containerStatus(pod, w.cfg.Container.Name)
 	if !ok {
 		// Either the container has not been created yet, or it was deleted.
-		klog.V(3).InfoS("Probe target container not found", w.logKV()...)
+		w.vlog(3, "Probe target container not found")
 		w.state = StateContainerNotRunning
-		return true
+		return nil, nil, stepSkip
 	}
 
-	if w.containerID != cs.ContainerID {
-		w.newInstance(pod, cs.ContainerID)
-	}
+	return pod, cs, stepProbe
+}
 
+// gate runs the kubelet's checks on the container instance before a probe.
+//
+//go:noinline
+func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) int {
 	if w.onHold {
 		// On hold until a new container instance appears.
 		w.state = StateOnHold
@@ -66,11 +101,11 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 				w.kill(ctx, pod)
 			}
 		}
-		return true
+		return stepSkip
 	}
 
 	if cs.State.Running == nil {
-		klog.V(3).InfoS("Non-running container probed", w.logKV()...)
+		w.vlog(3, "Non-running container probed")
 		w.state = StateContainerNotRunning
 		if w.containerID != "" {
 			w.cfg.Results.Set(w.containerID, results.Failure, pod)
@@ -82,31 +117,31 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 		if cs.State.Terminated == nil ||
 			pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
 			isRestartableInit(pod, w.cfg.Container.Name) {
-			return true
+			return stepSkip
 		}
 		w.state = StateStopped
-		return false
+		return stepStop
 	}
 
 	// Graceful shutdown of the pod: liveness and startup must not kill a
 	// container that is being stopped anyway. Readiness goes on.
 	if pod.DeletionTimestamp != nil && (w.cfg.ProbeType == prober.Liveness || w.cfg.ProbeType == prober.Startup) {
-		klog.V(3).InfoS("Pod deletion requested, setting probe result to success", w.logKV()...)
+		w.vlog(3, "Pod deletion requested, setting probe result to success")
 		if w.cfg.ProbeType == prober.Startup {
-			klog.InfoS("Pod deletion requested before container has fully started", w.logKV()...)
+			w.vlog(0, "Pod deletion requested before container has fully started")
 		}
 		w.cfg.Results.Set(w.containerID, results.Success, pod)
 		w.state = StateStopped
-		return false
+		return stepStop
 	}
 
 	// Probe disabled for initialDelaySeconds after the container started.
 	// Whole seconds, truncated, as the kubelet compares them (in 64 bits, so a
 	// missing start time cannot overflow into "not yet").
-	elapsed := w.clock.Since(cs.State.Running.StartedAt.Time)
+	elapsed := w.cfg.Clock.Since(cs.State.Running.StartedAt.Time)
 	if int64(elapsed.Seconds()) < int64(w.cfg.Spec.InitialDelaySeconds) {
 		w.state = StateInitialDelay
-		return true
+		return stepSkip
 	}
 
 	if w.isStarted(pod, cs) {
@@ -114,18 +149,32 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 		// next instance.
 		if w.cfg.ProbeType == prober.Startup {
 			w.state = StateOnHold
-			return true
+			return stepSkip
 		}
 	} else if w.cfg.ProbeType != prober.Startup {
 		// Liveness and readiness wait for the container to start.
 		w.state = StateWaitingForStartup
-		return true
+		return stepSkip
 	}
 
 	w.state = StateRunning
 	w.publish() // a slow probe shows as running while in flight
-	result, ok := w.probe(ctx, pod, cs)
-	if !ok {
+	return stepProbe
+}
+
+// probeAndCount probes and applies the thresholds.
+//
+//go:noinline
+func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) bool {
+	if w.anchor {
+		// The grid starts with the first probe, as the kubelet's ticker
+		// starts just before its first doProbe (and after its start-up
+		// sleep): the bookkeeping of a first step never shifts it.
+		w.anchor = false
+		w.sched.reset(w)
+	}
+	start, result, output, err := w.probe(ctx, pod, cs)
+	if !w.recordProbe(start, result, output, err) {
 		// Prober error: throw the result away.
 		return true
 	}
@@ -172,7 +221,9 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 	if first && w.cfg.InitialResult != nil {
 		if seed, ok := w.cfg.InitialResult(id); ok {
 			initial = seed
-			klog.V(3).InfoS("Seeding probe result for a container seen before a restart", w.logKV("containerID", id, "result", seed)...)
+			if klog.V(3).Enabled() {
+				w.vlog(3, "Seeding probe result for a container seen before a restart", "containerID", id, "result", seed)
+			}
 		}
 	}
 	w.cfg.Results.Set(id, initial, pod)
@@ -180,31 +231,40 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 	w.killPending = false
 }
 
-// probe runs the prober once, records history and metrics, and reports
-// whether the result counts (false when the prober returned an error).
-func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) (results.Result, bool) {
-	target := prober.Target{
+// probe runs the prober once. It only calls: the prober's stack sits on
+// top of this frame, so the bookkeeping is left to recordProbe.
+//
+//go:noinline
+func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) (start time.Time, result results.Result, output string, err error) {
+	w.events.pod = pod
+	start = w.cfg.Clock.Now()
+	result, output, err = w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, prober.Target{
 		PodIP:       pod.Status.PodIP,
 		ContainerID: cs.ContainerID,
 		Ports:       w.cfg.Container.Ports,
 		Env:         w.cfg.Container.Env,
-	}
-	events := containerEvents{rec: w.cfg.Recorder, pod: pod, container: w.cfg.Container.Name}
+		KeepAlive:   w.cfg.KeepAlive,
+		Session:     w.session,
+	}, &w.events)
+	return start, result, output, err
+}
 
-	start := w.clock.Now()
-	result, output, err := w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, target, events)
-	took := w.clock.Since(start)
-
-	entry := HistoryEntry{Time: start, Result: resultWord(result), Duration: took, Output: excerpt(output)}
+// recordProbe records a probe in the history and metrics, and reports
+// whether its result counts (false when the prober returned an error).
+//
+//go:noinline
+func (w *Worker) recordProbe(start time.Time, result results.Result, output string, err error) bool {
+	took := w.cfg.Clock.Since(start)
 	if err != nil {
-		entry.Result, entry.Error = "error", excerpt(err.Error())
-		w.record(entry)
-		klog.V(1).InfoS("Probe errored; result discarded", w.logKV("err", err)...)
-		return result, false
+		w.record(start, result, took, excerpt(output), true, excerpt(err.Error()))
+		if klog.V(1).Enabled() {
+			w.vlog(1, "Probe errored; result discarded", "err", err)
+		}
+		return false
 	}
-	w.record(entry)
-	w.cfg.Metrics.observeProbe(w.series, result, took.Seconds())
-	return result, true
+	w.record(start, result, took, excerpt(output), false, "")
+	w.cfg.Metrics.observeProbe(&w.series, result, took.Seconds())
+	return true
 }
 
 // kill stops the container through the Killer. Failures are logged, counted
@@ -213,15 +273,15 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 	if w.cfg.Killer == nil {
 		return
 	}
-	err := w.cfg.Killer.Kill(ctx, pod, &w.cfg.Container, w.containerID, w.cfg.ProbeType, w.cfg.Spec)
+	err := w.cfg.Killer.Kill(ctx, pod, w.cfg.Container, w.containerID, w.cfg.ProbeType, w.cfg.Spec)
 	if err != nil {
 		w.killPending = true
-		w.cfg.Metrics.countKill(w.series, KillOutcomeError)
+		w.cfg.Metrics.countKill(&w.series, KillOutcomeError)
 		klog.ErrorS(err, "Failed to stop container after probe failure; will retry", w.logKV("containerID", w.containerID)...)
 		return
 	}
 	w.killPending = false
-	w.cfg.Metrics.countKill(w.series, KillOutcomeSuccess)
+	w.cfg.Metrics.countKill(&w.series, KillOutcomeSuccess)
 	klog.InfoS("Stopped container after probe failure", w.logKV("containerID", w.containerID)...)
 }
 

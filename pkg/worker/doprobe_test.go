@@ -147,7 +147,7 @@ func TestProbeTarget(t *testing.T) {
 		t.Errorf("events = %q", got)
 	}
 	// A nil Recorder drops them.
-	containerEvents{}.Event(v1.EventTypeNormal, "x", "y")
+	(&containerEvents{}).Event(v1.EventTypeNormal, "x", "y")
 }
 
 func TestInitialDelay(t *testing.T) {
@@ -617,8 +617,8 @@ func TestNewPanicsWithoutRequiredFields(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	w := New(Config{Spec: defaulted(v1.Probe{}), Prober: newFakeProber(epochClock{}), Pods: &fakePods{}, Results: results.NewManager()})
-	if w.clock == nil || w.cfg.Rand == nil {
+	w := New(Config{Container: &v1.Container{Name: testContainer}, Spec: defaulted(v1.Probe{}), Prober: newFakeProber(epochClock{}), Pods: &fakePods{}, Results: results.NewManager()})
+	if w.cfg.Clock == nil || w.cfg.Rand == nil {
 		t.Fatal("defaults not filled in")
 	}
 	if r := w.cfg.Rand(); r < 0 || r >= 1 {

@@ -229,7 +229,7 @@ func defaulted(p v1.Probe) *v1.Probe {
 
 // newEnv builds a worker whose container counts as started for liveness and
 // readiness, and not yet for startup, so that each probe type runs.
-func newEnv(t *testing.T, pt prober.ProbeType, spec v1.Probe, opts ...func(*Config)) (*env, *Worker) {
+func newEnv(t testing.TB, pt prober.ProbeType, spec v1.Probe, opts ...func(*Config)) (*env, *Worker) {
 	t.Helper()
 	e := &env{
 		clock:   newStepClock(epoch),
@@ -246,7 +246,7 @@ func newEnv(t *testing.T, pt prober.ProbeType, spec v1.Probe, opts ...func(*Conf
 		PodUID:       testUID,
 		PodNamespace: testNamespace,
 		PodName:      testPodName,
-		Container:    v1.Container{Name: testContainer, Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}},
+		Container:    &v1.Container{Name: testContainer, Ports: []v1.ContainerPort{{Name: "http", ContainerPort: 8080}}},
 		ProbeType:    pt,
 		Spec:         defaulted(spec),
 		Prober:       e.prober,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -42,15 +43,30 @@ func (e HistoryEntry) MarshalJSON() ([]byte, error) {
 	}{e.Time, e.Result, e.Duration.String(), e.Output, e.Error})
 }
 
-// history is a ring of the last historySize entries.
+// history is a ring of the last historySize entries, stored compactly (an
+// idle worker's memory is mostly this) and expanded by list.
 type history struct {
-	buf  [historySize]HistoryEntry
-	next int
-	n    int
+	buf  [historySize]histEntry
+	next int32
+	n    int32
 }
 
-func (h *history) add(e HistoryEntry) {
-	h.buf[h.next] = e
+type histEntry struct {
+	at     int64  // unix nanoseconds
+	text   string // the error (errLen bytes), then the output excerpt
+	tookUS int32  // microseconds, capped at about 35 minutes
+	errLen int16
+	result int8
+	failed bool // the prober errored or panicked
+}
+
+// add records one attempt; failed marks an errored one, with its error.
+func (h *history) add(at time.Time, r results.Result, took time.Duration, output string, failed bool, err string) {
+	e := &h.buf[h.next]
+	*e = histEntry{at: at.UnixNano(), tookUS: int32(min(took/time.Microsecond, math.MaxInt32)), result: int8(r), failed: failed, text: output}
+	if failed {
+		e.text, e.errLen = err+output, int16(len(err))
+	}
 	h.next = (h.next + 1) % historySize
 	if h.n < historySize {
 		h.n++
@@ -61,8 +77,13 @@ func (h *history) add(e HistoryEntry) {
 func (h *history) list() []HistoryEntry {
 	out := make([]HistoryEntry, 0, h.n)
 	start := (h.next - h.n + historySize) % historySize
-	for i := 0; i < h.n; i++ {
-		out = append(out, h.buf[(start+i)%historySize])
+	for i := int32(0); i < h.n; i++ {
+		e := &h.buf[(start+i)%historySize]
+		he := HistoryEntry{Time: time.Unix(0, e.at), Result: resultWord(results.Result(e.result)), Duration: time.Duration(e.tookUS) * time.Microsecond, Output: e.text}
+		if e.failed {
+			he.Result, he.Error, he.Output = "error", e.text[:e.errLen], e.text[e.errLen:]
+		}
+		out = append(out, he)
 	}
 	return out
 }

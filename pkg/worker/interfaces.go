@@ -40,14 +40,13 @@ type Killer interface {
 
 // containerEvents addresses the prober's events to this worker's container.
 type containerEvents struct {
-	rec       Recorder
-	pod       *v1.Pod
-	container string
+	w   *Worker
+	pod *v1.Pod
 }
 
-func (e containerEvents) Event(eventType, reason, message string) {
-	if e.rec == nil {
+func (e *containerEvents) Event(eventType, reason, message string) {
+	if e.w == nil || e.w.cfg.Recorder == nil {
 		return
 	}
-	e.rec.Event(e.pod, e.container, eventType, reason, message)
+	e.w.cfg.Recorder.Event(e.pod, e.w.cfg.Container.Name, eventType, reason, message)
 }

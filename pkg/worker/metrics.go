@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/probed-dev/probed/pkg/prober"
@@ -41,6 +43,9 @@ type Metrics struct {
 	panics        *prometheus.CounterVec
 	kills         *prometheus.CounterVec
 	podUID        bool
+	// lateObs caches the lateness series per probe type (never deleted),
+	// made on a type's first tick.
+	lateObs [3]atomic.Pointer[prometheus.Observer]
 }
 
 // MetricsOption changes NewMetrics' defaults.
@@ -64,9 +69,11 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	for _, o := range opts {
 		o(m)
 	}
-	totalLabels := []string{"probe_type", "result", "container", "pod", "namespace"}
+	// The order matches series.lv, so a worker passes its label values
+	// without building a slice per probe; exposition sorts labels by name.
+	totalLabels := []string{"probe_type", "container", "pod", "namespace", "result"}
 	if m.podUID {
-		totalLabels = append(totalLabels, "pod_uid")
+		totalLabels = []string{"probe_type", "container", "pod", "namespace", "pod_uid", "result"}
 	}
 	m.probeTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: "prober",
@@ -114,70 +121,106 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	return m
 }
 
-// series is one worker's label values, fixed when the worker is created.
+// series is one worker's label values, fixed when the worker is created:
+// probe_type, container, pod, namespace, pod_uid, and a slot for the result
+// that only the worker's goroutine writes.
 type series struct {
-	probeType, container, pod, namespace, podUID string
+	lv [6]string
+	// total (by result: unknown, success, failure) and dur are the
+	// worker's children of prober_probe_total and prober_probe_duration_seconds,
+	// bound on first use so that a tick does not hash its label values.
+	total [3]prometheus.Counter
+	dur   prometheus.Observer
 }
 
 func newSeries(t prober.ProbeType, container, pod, namespace, podUID string) series {
-	return series{t.String(), container, pod, namespace, podUID}
+	return series{lv: [6]string{t.String(), container, pod, namespace, podUID}}
 }
 
-func (m *Metrics) totalLabels(s series, result string) []string {
-	l := []string{s.probeType, result, s.container, s.pod, s.namespace}
+func (s *series) probeType() string { return s.lv[0] }
+
+// totalLabels returns prober_probe_total's label values for result.
+func (m *Metrics) totalLabels(s *series, result string) []string {
 	if m.podUID {
-		l = append(l, s.podUID)
+		s.lv[5] = result
+		return s.lv[:6]
 	}
-	return l
+	s.lv[4] = result
+	return s.lv[:5]
 }
 
 // observeProbe counts a result and, as the kubelet, times only successful and
 // unknown ones.
-func (m *Metrics) observeProbe(s series, r results.Result, seconds float64) {
+func (m *Metrics) observeProbe(s *series, r results.Result, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.probeTotal.WithLabelValues(m.totalLabels(s, r.MetricLabel())...).Inc()
+	i := int(r - results.Unknown)
+	if i < 0 || i >= len(s.total) {
+		m.probeTotal.WithLabelValues(m.totalLabels(s, r.MetricLabel())...).Inc()
+		return
+	}
+	if s.total[i] == nil {
+		s.total[i] = m.probeTotal.WithLabelValues(m.totalLabels(s, r.MetricLabel())...)
+	}
+	s.total[i].Inc()
 	if r != results.Failure {
-		m.probeDuration.WithLabelValues(s.probeType, s.container, s.pod, s.namespace).Observe(seconds)
+		if s.dur == nil {
+			s.dur = m.probeDuration.WithLabelValues(s.lv[:4]...)
+		}
+		s.dur.Observe(seconds)
 	}
 }
 
 // deleteSeries drops the worker's per-pod series.
-func (m *Metrics) deleteSeries(s series) {
+func (m *Metrics) deleteSeries(s *series) {
 	if m == nil {
 		return
 	}
 	for _, r := range []results.Result{results.Success, results.Failure, results.Unknown} {
 		m.probeTotal.DeleteLabelValues(m.totalLabels(s, r.MetricLabel())...)
 	}
-	m.probeDuration.DeleteLabelValues(s.probeType, s.container, s.pod, s.namespace)
+	m.probeDuration.DeleteLabelValues(s.lv[:4]...)
+	s.total, s.dur = [3]prometheus.Counter{}, nil
 }
 
-func (m *Metrics) workerDelta(s series, d float64) {
+func (m *Metrics) workerDelta(s *series, d float64) {
 	if m == nil {
 		return
 	}
-	m.workers.WithLabelValues(s.probeType).Add(d)
+	m.workers.WithLabelValues(s.probeType()).Add(d)
 }
 
-func (m *Metrics) observeLateness(s series, seconds float64) {
+func (m *Metrics) observeLateness(s *series, seconds float64) {
 	if m == nil {
 		return
 	}
-	m.lateness.WithLabelValues(s.probeType).Observe(seconds)
+	i := 0
+	switch s.probeType() {
+	case "Readiness":
+		i = 1
+	case "Startup":
+		i = 2
+	}
+	o := m.lateObs[i].Load()
+	if o == nil {
+		obs := m.lateness.WithLabelValues(s.probeType())
+		m.lateObs[i].CompareAndSwap(nil, &obs)
+		o = m.lateObs[i].Load()
+	}
+	(*o).Observe(seconds)
 }
 
-func (m *Metrics) countPanic(s series) {
+func (m *Metrics) countPanic(s *series) {
 	if m == nil {
 		return
 	}
-	m.panics.WithLabelValues(s.probeType).Inc()
+	m.panics.WithLabelValues(s.probeType()).Inc()
 }
 
-func (m *Metrics) countKill(s series, outcome string) {
+func (m *Metrics) countKill(s *series, outcome string) {
 	if m == nil {
 		return
 	}
-	m.kills.WithLabelValues(s.probeType, outcome).Inc()
+	m.kills.WithLabelValues(s.probeType(), outcome).Inc()
 }

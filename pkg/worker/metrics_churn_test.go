@@ -83,7 +83,7 @@ func TestMetricsChurnLeavesNoStaleSeries(t *testing.T) {
 				PodUID:       pod.UID,
 				PodNamespace: pod.Namespace,
 				PodName:      pod.Name,
-				Container:    v1.Container{Name: testContainer},
+				Container:    &v1.Container{Name: testContainer},
 				ProbeType:    pt,
 				// A high threshold: liveness never reaches a kill, startup
 				// never holds, so every worker probes on each trigger.

@@ -20,14 +20,14 @@ func TestMetricsLint(t *testing.T) {
 		m := NewMetrics(reg, opts...)
 		for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
 			s := newSeries(pt, "app", "pod", "ns", "uid")
-			m.workerDelta(s, 1)
+			m.workerDelta(&s, 1)
 			for _, r := range []results.Result{results.Success, results.Failure, results.Unknown} {
-				m.observeProbe(s, r, 0.01)
+				m.observeProbe(&s, r, 0.01)
 			}
-			m.observeLateness(s, 0.002)
-			m.countPanic(s)
-			m.countKill(s, KillOutcomeSuccess)
-			m.countKill(s, KillOutcomeError)
+			m.observeLateness(&s, 0.002)
+			m.countPanic(&s)
+			m.countKill(&s, KillOutcomeSuccess)
+			m.countKill(&s, KillOutcomeError)
 		}
 		metricstest.Lint(t, reg)
 	}

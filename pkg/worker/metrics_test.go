@@ -57,7 +57,7 @@ func TestWithoutPodUIDLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, WithoutPodUIDLabel())
 	s := newSeries(prober.Liveness, "app", "pod", "ns", "uid")
-	m.observeProbe(s, results.Success, 0.1)
+	m.observeProbe(&s, results.Success, 0.1)
 	want := `
 # HELP prober_probe_total Cumulative number of a liveness, readiness or startup probe for a container by result.
 # TYPE prober_probe_total counter
@@ -66,7 +66,7 @@ prober_probe_total{container="app",namespace="ns",pod="pod",probe_type="Liveness
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "prober_probe_total"); err != nil {
 		t.Error(err)
 	}
-	m.deleteSeries(s)
+	m.deleteSeries(&s)
 	if n := testutil.CollectAndCount(m.probeTotal); n != 0 {
 		t.Errorf("%d series left after delete", n)
 	}
@@ -75,12 +75,12 @@ prober_probe_total{container="app",namespace="ns",pod="pod",probe_type="Liveness
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	s := newSeries(prober.Startup, "c", "p", "n", "u")
-	m.observeProbe(s, results.Success, 1)
-	m.deleteSeries(s)
-	m.workerDelta(s, 1)
-	m.observeLateness(s, 1)
-	m.countPanic(s)
-	m.countKill(s, KillOutcomeError)
+	m.observeProbe(&s, results.Success, 1)
+	m.deleteSeries(&s)
+	m.workerDelta(&s, 1)
+	m.observeLateness(&s, 1)
+	m.countPanic(&s)
+	m.countKill(&s, KillOutcomeError)
 
 	// A worker without metrics runs too.
 	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.Metrics = nil })

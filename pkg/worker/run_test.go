@@ -242,7 +242,7 @@ func TestTriggerNeverBlocks(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		w.Trigger()
 	}
-	if n := len(w.triggerCh); n != 1 {
+	if n := len(w.wake); n != 1 || !w.trigReq.Load() {
 		t.Errorf("%d triggers queued, want them coalesced into 1", n)
 	}
 }

@@ -7,45 +7,126 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-func TestScheduleDropsMissedTicks(t *testing.T) {
-	c := testingclock.NewFakeClock(epoch)
-	s := newSchedule(c, 10*time.Second)
-	defer s.stop()
+// schedWorker is a bare worker for scheduler tests: only what the scheduler
+// touches.
+func schedWorker() *Worker { return &Worker{wake: make(chan struct{}, 1)} }
 
-	c.Step(35 * time.Second)
-	recv(t, s.C(), "tick")
-	if due := s.fired(); !due.Equal(epoch.Add(10 * time.Second)) {
-		t.Fatalf("due = %v, want 10s", due.Sub(epoch))
+// tick waits for w's next wake-up and returns its tick's due time.
+func tick(t *testing.T, w *Worker) time.Duration {
+	t.Helper()
+	recv(t, w.wake, "tick")
+	due := w.pending.Swap(0)
+	if due == 0 {
+		t.Fatal("woken without a tick")
 	}
-	// Ticks due at 20s and 30s are dropped; the next is on the grid at 40s.
-	if !s.next.Equal(epoch.Add(40 * time.Second)) {
-		t.Fatalf("next = %v, want 40s", s.next.Sub(epoch))
-	}
-	c.Step(4 * time.Second)
-	select {
-	case <-s.C():
-		t.Fatal("ticked before the grid point")
-	default:
-	}
-	c.Step(time.Second)
-	recv(t, s.C(), "tick at 40s")
+	return time.Duration(due - 1)
 }
 
-func TestScheduleResetDropsPendingTick(t *testing.T) {
-	c := testingclock.NewFakeClock(epoch)
-	s := newSchedule(c, 10*time.Second)
-	defer s.stop()
-
-	c.Step(10 * time.Second) // a tick is pending
-	s.reset()
+func noTick(t *testing.T, w *Worker, when string) {
+	t.Helper()
 	select {
-	case <-s.C():
-		t.Fatal("reset kept a pending tick")
+	case <-w.wake:
+		t.Fatalf("ticked %s", when)
 	default:
 	}
-	if !s.next.Equal(epoch.Add(20 * time.Second)) {
-		t.Fatalf("next = %v, want 20s", s.next.Sub(epoch))
+}
+
+func TestSchedulerDropsMissedTicks(t *testing.T) {
+	c := testingclock.NewFakeClock(epoch)
+	s := newScheduler(c)
+	w := schedWorker()
+	s.add(w, 0, 10*time.Second)
+	defer s.remove(w)
+
+	waitArmed(t, c)
+	c.Step(35 * time.Second)
+	if due := tick(t, w); due != 10*time.Second {
+		t.Fatalf("due = %v, want 10s", due)
 	}
-	c.Step(10 * time.Second)
-	recv(t, s.C(), "tick a period after the reset")
+	// Ticks due at 20s and 30s are dropped; the next is on the grid at 40s.
+	waitArmed(t, c)
+	c.Step(4 * time.Second)
+	noTick(t, w, "before the grid point")
+	c.Step(time.Second)
+	if due := tick(t, w); due != 40*time.Second {
+		t.Fatalf("due = %v, want 40s", due)
+	}
+}
+
+// A tick still pending when the next is due is not replaced: the worker
+// learns how late the first one was.
+func TestSchedulerKeepsOnePendingTick(t *testing.T) {
+	c := testingclock.NewFakeClock(epoch)
+	s := newScheduler(c)
+	w := schedWorker()
+	s.add(w, 0, 10*time.Second)
+	defer s.remove(w)
+	for i := 0; i < 3; i++ {
+		waitArmed(t, c)
+		c.Step(10 * time.Second)
+	}
+	waitArmed(t, c)
+	if due := tick(t, w); due != 10*time.Second {
+		t.Fatalf("due = %v, want the first, 10s", due)
+	}
+}
+
+func TestSchedulerResetDropsPendingTick(t *testing.T) {
+	c := testingclock.NewFakeClock(epoch)
+	s := newScheduler(c)
+	w := schedWorker()
+	s.add(w, 0, 10*time.Second)
+	defer s.remove(w)
+
+	waitArmed(t, c)
+	c.Step(10 * time.Second) // a tick is pending
+	recv(t, w.wake, "tick")
+	s.reset(w)
+	if w.pending.Load() != 0 {
+		t.Fatal("reset kept a pending tick")
+	}
+	waitArmed(t, c)
+	c.Step(9 * time.Second)
+	noTick(t, w, "before a whole period after the reset")
+	c.Step(time.Second)
+	if due := tick(t, w); due != 20*time.Second {
+		t.Fatalf("due = %v, want 20s", due)
+	}
+}
+
+// Workers share one timer; the last one out stops it and the loop ends.
+func TestSchedulerSharedTimer(t *testing.T) {
+	c := testingclock.NewFakeClock(epoch)
+	s := newScheduler(c)
+	a, b := schedWorker(), schedWorker()
+	s.add(a, 3*time.Second, 10*time.Second)
+	s.add(b, 7*time.Second, 10*time.Second)
+	waitArmed(t, c)
+	c.Step(3 * time.Second)
+	if due := tick(t, a); due != 3*time.Second {
+		t.Fatalf("a due = %v", due)
+	}
+	waitArmed(t, c)
+	c.Step(4 * time.Second)
+	if due := tick(t, b); due != 7*time.Second {
+		t.Fatalf("b due = %v", due)
+	}
+	noTick(t, a, "twice")
+	s.remove(a)
+	s.remove(b)
+	if c.HasWaiters() {
+		t.Error("timer left armed after the last worker left")
+	}
+}
+
+// waitArmed waits until the scheduler's loop has armed its timer on c.
+func waitArmed(t *testing.T, c *testingclock.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !c.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("timer never armed")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

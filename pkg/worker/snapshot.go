@@ -60,11 +60,16 @@ type Snapshot struct {
 // goroutine; it reflects the worker's last completed decision.
 func (w *Worker) Snapshot() Snapshot {
 	w.mu.Lock()
-	s := w.snap
-	s.History = w.hist.list()
+	p := w.snap
+	hist := w.hist.list()
 	w.mu.Unlock()
+	s := Snapshot{State: p.state, ContainerID: p.containerID, ResultRun: p.resultRun, History: hist}
+	if p.counted {
+		s.LastResult = resultWord(p.lastResult)
+	}
 	s.PodNamespace, s.PodName, s.PodUID = w.cfg.PodNamespace, w.cfg.PodName, w.cfg.PodUID
-	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), w.specSummary
+	// The summary is built on demand: few read it, every worker would hold it.
+	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), SpecSummary(w.cfg.Spec)
 	if s.ContainerID != "" && w.cfg.Results != nil {
 		if r, ok := w.cfg.Results.Get(s.ContainerID); ok {
 			s.Published = resultWord(r)

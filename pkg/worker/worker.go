@@ -17,19 +17,21 @@ import (
 )
 
 // defaultPeriod stands in for a zero period, which validation should have
-// prevented; a zero ticker would spin.
+// prevented; a zero period would spin.
 const defaultPeriod = 10 * time.Second
 
-// Config is everything one worker needs. Spec, Prober, Pods and Results are
-// required; the rest have defaults.
+// Config is everything one worker needs. Container, Spec, Prober, Pods and
+// Results are required; the rest have defaults.
 type Config struct {
 	PodUID types.UID
 	// PodNamespace and PodName label metrics and logs; they never change for
 	// a UID.
 	PodNamespace string
 	PodName      string
-	Container    v1.Container
-	ProbeType    prober.ProbeType
+	// Container is the target container's spec; the worker keeps the
+	// pointer (no copy per worker) and never mutates it. Required.
+	Container *v1.Container
+	ProbeType prober.ProbeType
 	// Spec is the probe, already defaulted and validated.
 	Spec *v1.Probe
 
@@ -66,22 +68,37 @@ type Config struct {
 	// OnExit is called once, when Run returns, after the worker's results
 	// and metric series are removed.
 	OnExit func()
+
+	// KeepAlive is the probe's "probed.io/keepAlive" (httpGet and grpc):
+	// the worker's Session keeps its connection between runs.
+	KeepAlive bool
 }
 
 // Worker probes one container periodically. Create it with New, start it
 // with Run in its own goroutine, end it with Stop.
 type Worker struct {
-	cfg         Config
-	clock       clock.Clock
-	initial     results.Result
-	series      series
-	specSummary string
+	cfg     Config
+	initial results.Result
+	series  series
+	// events is handed to the prober by pointer, so that no sink is boxed
+	// per probe; pod is set before each probe.
+	events containerEvents
 
-	stopCh    chan struct{}
-	stopOnce  sync.Once
-	triggerCh chan struct{}
-	ran       atomic.Bool
-	done      chan struct{}
+	// The run loop parks on wake alone; Stop, Trigger and the scheduler set
+	// a request and send a coalescing token.
+	sched   *scheduler
+	wake    chan struct{}
+	stopReq atomic.Bool
+	trigReq atomic.Bool
+	pending atomic.Int64 // due+1 of a delivered tick not yet taken, 0 if none
+	watch   *ctxWatch    // stops the worker when Run's ctx ends
+	// period is set by sched.add; gen, added and gone are sched's, under
+	// its lock.
+	period int64
+	gen    uint32
+	ran    atomic.Bool // Run was called
+	added  bool
+	gone   bool
 
 	// Loop state, owned by the goroutine running doProbe.
 	containerID string
@@ -90,20 +107,29 @@ type Worker struct {
 	onHold      bool
 	killPending bool // the last kill failed; retry while the instance runs
 	counted     bool // a result has been counted since the worker began
+	inJitter    bool // the first tick ends the start-up jitter
+	anchor      bool // the tick grid starts at the next probe
+	registered  bool // with the scheduler and the context watch
 	state       State
 
 	// mu guards what Snapshot reads: a published copy of the loop state and
 	// the history.
-	mu   sync.Mutex
-	snap Snapshot
-	hist history
+	mu     sync.Mutex
+	snap   published
+	hist   history
+	done   chan struct{} // nil until Done is called
+	exited bool
+
+	// session is the prober's per-worker state (request templates, kept
+	// connections) for network probes; nil otherwise. Closed in exit.
+	session *prober.Session
 }
 
 // New returns a worker that has not started. It panics if a required field
 // of cfg is missing: that is a programming error.
 func New(cfg Config) *Worker {
-	if cfg.Spec == nil || cfg.Prober == nil || cfg.Pods == nil || cfg.Results == nil {
-		panic("worker.New: Spec, Prober, Pods and Results are required")
+	if cfg.Container == nil || cfg.Spec == nil || cfg.Prober == nil || cfg.Pods == nil || cfg.Results == nil {
+		panic("worker.New: Container, Spec, Prober, Pods and Results are required")
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -112,16 +138,15 @@ func New(cfg Config) *Worker {
 		cfg.Rand = rand.Float64
 	}
 	w := &Worker{
-		cfg:         cfg,
-		clock:       cfg.Clock,
-		initial:     initialValue(cfg.ProbeType),
-		series:      newSeries(cfg.ProbeType, cfg.Container.Name, cfg.PodName, cfg.PodNamespace, string(cfg.PodUID)),
-		specSummary: SpecSummary(cfg.Spec),
-		stopCh:      make(chan struct{}),
-		triggerCh:   make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		state:       StatePending,
+		session: newSession(cfg.Spec),
+		cfg:     cfg,
+		initial: initialValue(cfg.ProbeType),
+		series:  newSeries(cfg.ProbeType, cfg.Container.Name, cfg.PodName, cfg.PodNamespace, string(cfg.PodUID)),
+		sched:   schedulerFor(cfg.Clock),
+		wake:    make(chan struct{}, 1),
+		state:   StatePending,
 	}
+	w.events.w = w
 	w.publish()
 	return w
 }
@@ -142,13 +167,34 @@ func initialValue(t prober.ProbeType) results.Result {
 // Run probes until Stop, ctx's end, or a container that will not run again.
 // On return it removes the worker's result and metric series and calls
 // OnExit. A second call returns at once.
+//
+// Between probes the goroutine parks on wake right here. The work is split
+// into small non-inlined frames (start, step, doProbe's parts) so that an
+// idle tick with a quick probe stays within the goroutine's initial 2 KiB
+// stack: a grown stack is never shrunk back below 4 KiB while it parks.
 func (w *Worker) Run(ctx context.Context) {
 	if !w.ran.CompareAndSwap(false, true) {
-		klog.ErrorS(nil, "Probe worker already ran", w.logKV()...)
+		w.errorLog(nil, "Probe worker already ran")
 		return
 	}
-	w.cfg.Metrics.workerDelta(w.series, 1)
-	defer w.exit()
+	for ok := w.start(ctx); ok; ok = w.step(ctx) {
+		<-w.wake
+	}
+	w.finish()
+}
+
+// start registers the worker with the scheduler and runs the first probe,
+// unless a start-up jitter puts it off; false if the worker is done.
+//
+//go:noinline
+func (w *Worker) start(ctx context.Context) bool {
+	w.cfg.Metrics.workerDelta(&w.series, 1)
+	if w.stopReq.Load() || ctx.Err() != nil {
+		return false
+	}
+	// ctx's end is one more stop request: no goroutine watches it.
+	w.watch = watchCtx(ctx, w)
+	w.registered = true
 
 	period := time.Duration(w.cfg.Spec.PeriodSeconds) * time.Second
 	if period <= 0 {
@@ -156,33 +202,63 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 	// After a restart of probed every worker starts at once; spread them over
 	// a period, as the kubelet does after its own restart.
-	if period > w.clock.Since(w.cfg.DaemonStart) {
-		jitter := time.Duration(w.cfg.Rand() * float64(period))
-		if !w.sleep(ctx, jitter) {
-			return
-		}
+	var jitter time.Duration
+	if period > w.cfg.Clock.Since(w.cfg.DaemonStart) {
+		jitter = time.Duration(w.cfg.Rand() * float64(period))
 	}
-	if w.stopped(ctx) {
-		return
-	}
+	w.sched.add(w, jitter, period)
+	w.inJitter = jitter > 0
+	w.anchor = true
+	return w.inJitter || w.doProbe(ctx)
+}
 
-	ticks := newSchedule(w.clock, period)
-	defer ticks.stop()
-	for w.doProbe(ctx) {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.stopCh:
-			return
-		case <-ticks.C():
-			due := ticks.fired()
-			w.cfg.Metrics.observeLateness(w.series, w.clock.Since(due).Seconds())
-			klog.V(5).InfoS("Periodic probe", w.logKV()...)
-		case <-w.triggerCh:
-			// Probe again one whole period after a manual run.
-			ticks.reset()
-			klog.V(4).InfoS("Manual probe run", w.logKV()...)
-		}
+// step handles one wake-up: a stop, a tick or a trigger (which probe), or
+// nothing (a stale token). False when the worker is done.
+//
+//go:noinline
+func (w *Worker) step(ctx context.Context) bool {
+	if w.stopReq.Load() {
+		return false
+	}
+	if w.trigReq.Swap(false) {
+		// Probe now and again one whole period later, as the kubelet's
+		// probeTicker.Reset does.
+		w.sched.reset(w)
+		w.inJitter = false
+		w.vlog(4, "Manual probe run")
+		return w.doProbe(ctx)
+	}
+	due := w.pending.Swap(0)
+	if due == 0 {
+		return true
+	}
+	if w.inJitter {
+		w.inJitter = false
+		return w.doProbe(ctx)
+	}
+	if w.cfg.Metrics != nil {
+		w.cfg.Metrics.observeLateness(&w.series, time.Duration(w.sched.now()-(due-1)).Seconds())
+	}
+	w.vlog(5, "Periodic probe")
+	return w.doProbe(ctx)
+}
+
+// finish leaves the scheduler and cleans up.
+//
+//go:noinline
+func (w *Worker) finish() {
+	if w.registered {
+		w.watch.leave(w)
+		w.sched.remove(w)
+	}
+	w.exit()
+}
+
+// signal wakes the run loop; tokens coalesce.
+func (w *Worker) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -190,91 +266,113 @@ func (w *Worker) Run(ctx context.Context) {
 // times, before, during or after Run; a worker stopped before Run probes
 // nothing.
 func (w *Worker) Stop() {
-	w.stopOnce.Do(func() { close(w.stopCh) })
+	w.stopReq.Store(true)
+	w.signal()
 }
 
 // Trigger asks for a probe now, and restarts the period from it. It never
 // blocks; triggers coalesce.
 func (w *Worker) Trigger() {
-	select {
-	case w.triggerCh <- struct{}{}:
-	default:
-	}
+	w.trigReq.Store(true)
+	w.signal()
 }
 
 // Done is closed when Run has cleaned up and OnExit has returned.
-func (w *Worker) Done() <-chan struct{} { return w.done }
-
-// sleep waits d on the worker's clock; false if the worker was stopped.
-func (w *Worker) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
+func (w *Worker) Done() <-chan struct{} {
+	// Made on demand: most workers are never waited for.
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = make(chan struct{})
+		if w.exited {
+			close(w.done)
+		}
 	}
-	t := w.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-w.triggerCh:
-		// Someone needs a result now (a startup probe just succeeded).
-		return true
-	case <-w.stopCh:
-		return false
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (w *Worker) stopped(ctx context.Context) bool {
-	select {
-	case <-w.stopCh:
-		return true
-	case <-ctx.Done():
-		return true
-	default:
-		return false
-	}
+	return w.done
 }
 
 // exit forgets the worker's result and series, as the kubelet's run does on
 // its way out, then tells the owner.
 func (w *Worker) exit() {
+	w.session.Close()
 	if w.containerID != "" {
 		w.cfg.Results.Remove(w.containerID)
 	}
-	w.cfg.Metrics.deleteSeries(w.series)
-	w.cfg.Metrics.workerDelta(w.series, -1)
+	w.cfg.Metrics.deleteSeries(&w.series)
+	w.cfg.Metrics.workerDelta(&w.series, -1)
 	w.state = StateStopped
 	w.publish()
-	klog.V(3).InfoS("Probe worker ended", w.logKV()...)
+	w.vlog(3, "Probe worker ended")
 	if w.cfg.OnExit != nil {
 		w.cfg.OnExit()
 	}
-	close(w.done)
+	w.mu.Lock()
+	w.exited = true
+	if w.done != nil {
+		close(w.done)
+	}
+	w.mu.Unlock()
+}
+
+// published is the loop state as Snapshot last saw it.
+type published struct {
+	state       State
+	containerID string
+	resultRun   int
+	lastResult  results.Result
+	counted     bool
 }
 
 // publish copies the loop state for Snapshot.
 func (w *Worker) publish() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.snap.State = w.state
-	w.snap.ContainerID = w.containerID
-	w.snap.ResultRun = w.resultRun
-	w.snap.LastResult = ""
-	if w.counted {
-		w.snap.LastResult = resultWord(w.lastResult)
+	p := published{w.state, w.containerID, w.resultRun, w.lastResult, w.counted}
+	// Only this goroutine writes snap, so it may read it unlocked.
+	if p == w.snap {
+		return
 	}
-}
-
-func (w *Worker) record(e HistoryEntry) {
 	w.mu.Lock()
-	w.hist.add(e)
+	w.snap = p
 	w.mu.Unlock()
 }
 
+func (w *Worker) record(at time.Time, r results.Result, took time.Duration, output string, failed bool, err string) {
+	w.mu.Lock()
+	w.hist.add(at, r, took, output, failed, err)
+	w.mu.Unlock()
+}
+
+// logKV is never inlined: its arguments would otherwise take room in the
+// frames of the probe path, and grow every worker's stack.
+//
+//go:noinline
 func (w *Worker) logKV(kv ...any) []any {
 	return append([]any{
 		"pod", klog.KRef(w.cfg.PodNamespace, w.cfg.PodName), "podUID", w.cfg.PodUID,
 		"containerName", w.cfg.Container.Name, "probeType", w.cfg.ProbeType,
 	}, kv...)
+}
+
+// vlog logs at level with the worker's key/values. Callers on the probe path
+// test klog.V first when they pass values, so that nothing is boxed while
+// the level is off. Never inlined, for the same reason as logKV.
+//
+//go:noinline
+func (w *Worker) vlog(level klog.Level, msg string, kv ...any) {
+	if v := klog.V(level); v.Enabled() {
+		v.InfoS(msg, w.logKV(kv...)...)
+	}
+}
+
+//go:noinline
+func (w *Worker) errorLog(err error, msg string, kv ...any) {
+	klog.ErrorS(err, msg, w.logKV(kv...)...)
+}
+
+// newSession gives HTTP and gRPC probes a prober.Session; the others keep
+// nothing between runs.
+func newSession(spec *v1.Probe) *prober.Session {
+	if spec.HTTPGet != nil || spec.GRPC != nil {
+		return prober.NewSession()
+	}
+	return nil
 }

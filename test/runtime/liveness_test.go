@@ -96,7 +96,7 @@ func TestLivenessKillOnHoldAndResume(t *testing.T) {
 		}
 		w := worker.New(worker.Config{
 			PodUID: "uid-live", PodNamespace: "ns", PodName: "live",
-			Container: v1.Container{Name: "app"}, ProbeType: prober.Liveness, Spec: probe,
+			Container: &v1.Container{Name: "app"}, ProbeType: prober.Liveness, Spec: probe,
 			Prober:   prober.New(rt, prober.Options{}),
 			Pods:     pods,
 			Results:  results.NewManager(),

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -46,22 +47,50 @@ func netSpec(proto string, port int) (*v1.Probe, error) {
 	return spec, nil
 }
 
+// The opt-in modes are chosen by environment, which the orchestrator passes
+// through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true) and
+// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst).
+var (
+	keepAlive = os.Getenv("PROBED_KEEPALIVE") == "1"
+	tcpClose  = os.Getenv("PROBED_TCP_CLOSE")
+)
+
 // makeProbe calls (*prober.Prober).Probe the way a probed worker does: one
-// shared Prober, the pod's IP as target, a readiness probe.
+// shared Prober, the pod's IP as target, a readiness probe, the worker's
+// Session.
 func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 	spec, err := netSpec(proto, port)
 	if err != nil {
 		return nil, err
 	}
-	p := prober.New(nil, prober.Options{})
+	mode, err := prober.ParseTCPCloseMode(tcpClose)
+	if err != nil {
+		return nil, err
+	}
+	p := prober.New(nil, prober.Options{TCPClose: mode})
 	target := prober.Target{
 		PodIP:       host,
 		ContainerID: "containerd://0123456789abcdef",
 		Ports:       []v1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: v1.ProtocolTCP}},
+		KeepAlive:   keepAlive && proto != "tcp",
 	}
 	var sink prober.EventSink = noEvents{}
+	// One Session per worker: concurrent probes stand for as many workers,
+	// so each takes a Session of its own from a free list.
+	sessions := make(chan *prober.Session, 4096)
 	return func(ctx context.Context) error {
-		res, out, err := p.Probe(ctx, prober.Readiness, spec, target, sink)
+		t := target
+		select {
+		case t.Session = <-sessions:
+		default:
+			t.Session = prober.NewSession()
+		}
+		res, out, err := p.Probe(ctx, prober.Readiness, spec, t, sink)
+		select {
+		case sessions <- t.Session:
+		default:
+			t.Session.Close()
+		}
 		if err != nil {
 			return err
 		}

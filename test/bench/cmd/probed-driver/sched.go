@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 	"github.com/probed-dev/probed/test/bench/benchkit"
@@ -19,8 +21,9 @@ import (
 
 // sched runs probed's real pkg/worker: one Worker per pod, a readiness probe
 // with a 1 s period, the informer-cache stand-in below as PodSource and a
-// Prober that only records when it was called. Metrics, Recorder and Killer
-// are nil (they are not on a success path's schedule).
+// Prober that only records when it was called. Its metrics are live, as the
+// kubelet driver's are; Recorder and Killer are nil (they are not on a
+// success path's schedule).
 type sched struct {
 	n       int
 	period  time.Duration
@@ -106,14 +109,15 @@ func (s *sched) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	rm := results.NewManager() // one per probe type, as in probed
-	start := time.Now()        // workers created now spread over a period
+	metrics := worker.NewMetrics(prometheus.NewRegistry())
+	start := time.Now() // workers created now spread over a period
 	for i, pod := range s.order {
-		c := pod.Spec.Containers[0]
+		c := &pod.Spec.Containers[0]
 		w := worker.New(worker.Config{
 			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
 			Container: c, ProbeType: prober.Readiness, Spec: c.ReadinessProbe,
 			Prober: &s.probers[i], Pods: s.pods, Results: rm,
-			DaemonStart: start,
+			DaemonStart: start, Metrics: metrics,
 		})
 		s.workers = append(s.workers, w)
 		go w.Run(ctx)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ func runExec(args []string) (any, error) {
 	dursF := fs.String("durs", "10s,6s,5s", "run length per rate")
 	reps := fs.Int("reps", 3, "repetitions")
 	cpu := fs.Int("pin-cpu", -1, "pin this process to this CPU once containerd runs (-1: no)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the native client's runs at the last rate of the first repetition")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -147,12 +149,21 @@ func runExec(args []string) (any, error) {
 				order = []impl{impls[1], impls[0]}
 			}
 			for _, im := range order {
+				profile := *cpuProfile != "" && rep == 0 && ri == len(rates)-1 && im.name == cri.TypeNative
+				if profile {
+					if err := startCPUProfile(*cpuProfile); err != nil {
+						return nil, err
+					}
+				}
 				host0, self0 := hostCPU(h), selfCPU()
 				lat, nerr, _ := benchkit.OpenLoop(ctx, probeWith(im.p), rate, durs[ri], true)
 				// The CRI plugin finishes an exec asynchronously; give it a moment
 				// so its CPU lands in this window, not the next.
 				time.Sleep(500 * time.Millisecond)
 				host, self := hostCPU(h)-host0, selfCPU()-self0
+				if profile {
+					pprof.StopCPUProfile()
+				}
 				n := float64(len(lat)) + float64(nerr)
 				run := benchkit.ExecRun{Impl: im.name, Rep: rep, Rate: rate, DurS: durs[ri].Seconds(), Errors: nerr, Lat: benchkit.Summarize(lat)}
 				if n > 0 {
@@ -209,4 +220,12 @@ func hostCPU(h *ctrd.Containerd) time.Duration {
 func selfCPU() time.Duration {
 	u, s := benchkit.CPU()
 	return u + s
+}
+
+func startCPUProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return pprof.StartCPUProfile(f) // the file is closed at exit
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/probed-dev/probed/test/bench/benchkit"
 )
@@ -20,14 +19,15 @@ import (
 // at v1.33.13 (Apache License 2.0): one goroutine and one time.Ticker per
 // worker, the same struct (metric label maps included), newWorker's set-up,
 // and run()'s loop shape: start-up jitter, ticker, doProbe, select on stop,
-// tick or manual trigger. doProbe keeps its two deferred recovers and its
-// start time, then does nothing but record the call: the probe work itself
-// is what the net figures measure.
+// tick or manual trigger. doProbe (doprobe.go) is the kubelet's bookkeeping
+// around a probe that only records the call: the probe work itself is what
+// the net figures measure.
 
 type metricsLabels map[string]string // component-base's metrics.Labels
 
 type manager struct {
-	start time.Time
+	start         time.Time
+	statusManager *statusManager
 }
 
 type worker struct {
@@ -38,7 +38,7 @@ type worker struct {
 	spec            *v1.Probe
 	probeType       probeType
 	initialValue    result
-	resultsManager  any
+	resultsManager  *resultsManager
 	probeManager    *manager
 	containerID     containerID
 	lastResult      result
@@ -165,18 +165,8 @@ func (w *worker) stop() {
 	}
 }
 
-// doProbe keeps the kubelet's prologue and does nothing else.
-func (w *worker) doProbe(_ context.Context) (keepGoing bool) {
-	defer func() { recover() }() //nolint:errcheck // Actually eat panics (HandleCrash takes care of logging)
-	defer runtime.HandleCrash(func(_ interface{}) { keepGoing = true })
-
-	startTime := time.Now()
-	_ = startTime
-	w.hook.rec.Tick(w.hook.i)
-	return true
-}
-
 type sched struct {
+	done    chan struct{}
 	pods    []*v1.Pod
 	hooks   []hook
 	wg      sync.WaitGroup
@@ -225,10 +215,27 @@ func (s *sched) Prepare(n int, period time.Duration, rec *benchkit.Recorder) err
 }
 
 func (s *sched) Start() error {
-	m := &manager{start: time.Now()}
+	sm := &statusManager{statuses: make(map[types.UID]v1.PodStatus, len(s.pods))}
+	for _, pod := range s.pods {
+		sm.statuses[pod.UID] = pod.Status
+	}
+	m := &manager{start: time.Now(), statusManager: sm}
+	rm := newResultsManager(len(s.pods)) // one per probe type, as in the kubelet
+	s.done = make(chan struct{})
+	// Drain the results' updates as the kubelet's sync loop would.
+	go func() {
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-rm.updates:
+			}
+		}
+	}()
 	for i, pod := range s.pods {
 		// The manager's AddPod: one worker per probe, the container by value.
 		w := newWorker(m, readiness, pod, pod.Spec.Containers[0])
+		w.resultsManager = rm
 		w.hook = &s.hooks[i]
 		s.workers = append(s.workers, w)
 		s.wg.Add(1)
@@ -242,4 +249,5 @@ func (s *sched) Stop() {
 		w.stop()
 	}
 	s.wg.Wait()
+	close(s.done)
 }

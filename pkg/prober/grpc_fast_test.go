@@ -1,0 +1,184 @@
+package prober
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+)
+
+// closingListener accepts connections, reads a little and closes them.
+func closingListener(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 64))
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	_, port := hostPort(t, l.Addr().String())
+	return port
+}
+
+// TestGRPCFastPathMatchesGRPCGo: the fast path answers only SERVING, and
+// with the fallback every outcome is grpc-go's alone, word for word.
+func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
+	t.Parallel()
+	hs := health.NewServer()
+	hs.SetServingStatus("ready", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus("unknown", healthpb.HealthCheckResponse_UNKNOWN)
+	healthy := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, hs) })
+	t.Cleanup(hs.Shutdown)
+	noHealth := startGRPC(t, func(*grpc.Server) {})
+	blocking := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, blockingHealth{}) })
+	closing := closingListener(t)
+	silent := silentListener(t)
+
+	cases := []struct {
+		name        string
+		port        int
+		service     string
+		fastHealthy bool
+	}{
+		{"serving, overall", healthy, "", true},
+		{"serving, named service", healthy, "ready", true},
+		{"not serving", healthy, "draining", false},
+		{"status unknown", healthy, "unknown", false},
+		{"unknown service", healthy, "nope", false},
+		{"no health service", noHealth, "", false},
+		{"rpc timeout", blocking, "", false},
+		{"server closes the connection", closing, "", false},
+		{"silent listener", silent, "", false},
+	}
+	p := New(nil, Options{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tc.port))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			healthy, _, err := p.grpc.fastCheck(ctx, nil, false, addr, tc.service)
+			cancel()
+			if healthy != tc.fastHealthy {
+				t.Errorf("fast path healthy = %v (%v); want %v", healthy, err, tc.fastHealthy)
+			}
+			res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", tc.service, tc.port, time.Second)
+			wantRes, wantOut, wantErr := p.grpc.probeGRPCGo(context.Background(), addr, tc.service, time.Second)
+			if res != wantRes || out != wantOut || err != wantErr {
+				t.Errorf("probe = %v, %q, %v; grpc-go alone gives %v, %q, %v", res, out, err, wantRes, wantOut, wantErr)
+			}
+		})
+	}
+}
+
+// TestGRPCFastPathHeaders: the server sees the same authority, user agent
+// and content type from the fast path as from grpc-go, and a deadline.
+func TestGRPCFastPathHeaders(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []metadata.MD
+	record := grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if _, ok := ctx.Deadline(); !ok {
+			md = md.Copy()
+			md.Set("no-deadline", "true")
+		}
+		mu.Lock()
+		seen = append(seen, md)
+		mu.Unlock()
+		return h(ctx, req)
+	})
+	hs := health.NewServer()
+	port := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, hs) }, record)
+	t.Cleanup(hs.Shutdown)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+
+	p := New(nil, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if healthy, _, err := p.grpc.fastCheck(ctx, nil, false, addr, ""); !healthy {
+		t.Fatalf("fast path: not healthy: %v", err)
+	}
+	if res, out, _ := p.grpc.probeGRPCGo(ctx, addr, "", time.Second); res != Success {
+		t.Fatalf("grpc-go: %v, %q", res, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("%d calls recorded; want 2", len(seen))
+	}
+	for _, k := range []string{":authority", "user-agent", "content-type", "no-deadline"} {
+		if fast, slow := seen[0].Get(k), seen[1].Get(k); !slicesEqual(fast, slow) {
+			t.Errorf("%s: fast path sent %q, grpc-go %q", k, fast, slow)
+		}
+	}
+	if got := seen[0].Get(":authority"); len(got) != 1 || got[0] != addr {
+		t.Errorf(":authority = %q; want %q", got, addr)
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEncodeGRPCTimeout(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                        "0n",
+		-time.Second:             "0n",
+		time.Millisecond:         "1000000n",
+		time.Second:              "1000000u",
+		999*time.Millisecond + 1: "999001u",
+		3 * time.Minute:          "180000m",
+		200 * time.Hour:          "720000S",
+	} {
+		if got := string(encodeGRPCTimeout(nil, d)); got != want {
+			t.Errorf("encodeGRPCTimeout(%v) = %q; want %q", d, got, want)
+		}
+	}
+}
+
+func TestServingDecode(t *testing.T) {
+	for _, tc := range []struct {
+		msg  []byte
+		want bool
+	}{
+		{[]byte{0, 0, 0, 0, 2, 0x08, 1}, true},
+		{[]byte{0, 0, 0, 0, 2, 0x08, 2}, false},              // NOT_SERVING
+		{[]byte{0, 0, 0, 0, 0}, false},                       // UNKNOWN by omission
+		{[]byte{0, 0, 0, 0, 5, 0x12, 1, 'x', 0x08, 1}, true}, // an unknown field first
+		{[]byte{1, 0, 0, 0, 2, 0x08, 1}, false},              // compressed
+		{[]byte{0, 0, 0, 0, 3, 0x08, 1}, false},              // short
+		{[]byte{0, 0, 0, 0, 2, 0x08, 0x81}, false},           // truncated varint
+	} {
+		if got := serving(tc.msg); got != tc.want {
+			t.Errorf("serving(%x) = %v; want %v", tc.msg, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package prober
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// connCounter counts the connections an httptest server accepts.
+type connCounter struct {
+	mu  sync.Mutex
+	new int
+}
+
+func (c *connCounter) hook(_ net.Conn, s http.ConnState) {
+	if s == http.StateNew {
+		c.mu.Lock()
+		c.new++
+		c.mu.Unlock()
+	}
+}
+
+func (c *connCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.new
+}
+
+// TestHTTPKeepAliveReusesOneConnection: in keep-alive mode the server sees
+// one connection across probes, and a fresh one after it closed it.
+func TestHTTPKeepAliveReusesOneConnection(t *testing.T) {
+	var cc connCounter
+	var mu sync.Mutex
+	var connHeaders []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		connHeaders = append(connHeaders, r.Header.Get("Connection"))
+		mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = cc.hook
+	srv.Start()
+	defer srv.Close()
+	_, port := hostPort(t, srv.Listener.Addr().String())
+
+	s := NewSession()
+	p := New(nil, Options{})
+	target := Target{PodIP: "127.0.0.1", KeepAlive: true, Session: s}
+	spec := httpSpec("/hz", port)
+	probe := func() {
+		t.Helper()
+		if r, out, err := p.runOnce(context.Background(), spec, target); r != Success || out != "ok" || err != nil {
+			t.Fatalf("probe = %v %q %v", r, out, err)
+		}
+	}
+	for range 5 {
+		probe()
+	}
+	if n := cc.count(); n != 1 {
+		t.Errorf("%d connections for 5 probes; want 1", n)
+	}
+	srv.CloseClientConnections()
+	probe()
+	probe()
+	if n := cc.count(); n != 2 {
+		t.Errorf("%d connections after the server closed one; want 2", n)
+	}
+	mu.Lock()
+	for _, h := range connHeaders {
+		if h != "keep-alive" {
+			t.Errorf("Connection: %q; want keep-alive", h)
+		}
+	}
+	mu.Unlock()
+
+}
+
+// TestHTTPKeepAliveSessionCloseEndsConnection: the kept connection ends
+// with the session.
+func TestHTTPKeepAliveSessionCloseEndsConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	ended := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			ended <- err
+			return
+		}
+		defer func() { _ = c.Close() }()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				ended <- err
+				return
+			}
+			if line == "\r\n" {
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			}
+		}
+	}()
+	_, port := hostPort(t, l.Addr().String())
+	s := NewSession()
+	p := New(nil, Options{})
+	target := Target{PodIP: "127.0.0.1", KeepAlive: true, Session: s}
+	spec := httpSpec("/", port) // the same spec: a new one is a new template
+	for range 3 {
+		if r, out, err := p.runOnce(context.Background(), spec, target); r != Success || out != "ok" || err != nil {
+			t.Fatalf("probe = %v %q %v", r, out, err)
+		}
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("connection ended before Session.Close: %v", err)
+	default:
+	}
+	s.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("server read %v; want EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("kept connection still open after Session.Close")
+	}
+}
+
+// TestHTTPKeepAliveRespectsConnectionClose: a server that answers
+// "Connection: close" gets a new connection per probe.
+func TestHTTPKeepAliveRespectsConnectionClose(t *testing.T) {
+	srv := newScriptServer(t, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"))
+	s := NewSession()
+	defer s.Close()
+	p := New(nil, Options{})
+	target := Target{PodIP: "127.0.0.1", KeepAlive: true, Session: s}
+	for range 3 {
+		if r, _, err := p.runOnce(context.Background(), httpSpec("/", srv.port(t)), target); r != Success || err != nil {
+			t.Fatal(r, err)
+		}
+	}
+	if n := srv.conns.Load(); n != 3 {
+		t.Errorf("%d connections; want 3", n)
+	}
+}
+
+// TestHTTPFastPathLeavesNoTimeWait: the server closes first on every fast
+// probe, so no socket of the prober's stays in TIME-WAIT.
+func TestHTTPFastPathLeavesNoTimeWait(t *testing.T) {
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp")
+	}
+	srv := newScriptServer(t, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	port := srv.port(t)
+	// Sockets of earlier users of this port (other tests) may linger.
+	before := timeWaitSockets(t, port)
+	p := New(nil, Options{})
+	for range 50 {
+		if r, _, err := p.runOnce(context.Background(), httpSpec("/", port), Target{PodIP: "127.0.0.1"}); r != Success || err != nil {
+			t.Fatal(r, err)
+		}
+	}
+	// The prober closes in the background once the server has: wait for
+	// all 50 connections to be closed on both sides.
+	var prober, server int
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		prober, server = 0, 0
+		for s, side := range timeWaitSockets(t, port) {
+			if _, old := before[s]; old {
+				continue
+			}
+			if side == 2 {
+				prober++
+			} else {
+				server++
+			}
+		}
+		if prober+server >= 50 || time.Since(start) > 5*time.Second {
+			break
+		}
+	}
+	if prober != 0 {
+		t.Errorf("%d prober sockets in TIME-WAIT; want 0", prober)
+	}
+	// The check can fail: the server's own side does hold them.
+	if server == 0 {
+		t.Errorf("no server socket in TIME-WAIT: the check sees nothing")
+	}
+}
+
+// timeWaitSockets returns the IPv4 sockets in TIME-WAIT on port, keyed by
+// their address pair: 1 when port is the local one (the server's side), 2
+// when it is the remote one (a client's).
+func timeWaitSockets(t *testing.T, port int) map[string]int {
+	t.Helper()
+	f, err := os.Open("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	want := strings.ToUpper(strconv.FormatInt(int64(port), 16))
+	for len(want) < 4 {
+		want = "0" + want
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 4 || fs[3] != "06" {
+			continue
+		}
+		for field := 1; field <= 2; field++ {
+			if _, p, ok := strings.Cut(fs[field], ":"); ok && p == want {
+				out[fs[1]+" "+fs[2]] = field
+			}
+		}
+	}
+	return out
+}
+
+// TestTCPCloseModes: the default close is a FIN (the application reads
+// EOF); rst mode resets the connection.
+func TestTCPCloseModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode    TCPCloseMode
+		wantRST bool
+	}{{"", false}, {TCPCloseFIN, false}, {TCPCloseRST, true}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = l.Close() }()
+			got := make(chan error, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					got <- err
+					return
+				}
+				defer func() { _ = c.Close() }()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				_, err = c.Read(make([]byte, 1))
+				got <- err
+			}()
+			_, port := hostPort(t, l.Addr().String())
+			p := New(nil, Options{TCPClose: tc.mode})
+			spec := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
+				TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}}
+			if r, out, err := p.runOnce(context.Background(), spec, Target{PodIP: "127.0.0.1"}); r != Success || err != nil {
+				t.Fatalf("probe = %v %q %v", r, out, err)
+			}
+			err = <-got
+			switch {
+			case tc.wantRST && !errors.Is(err, syscall.ECONNRESET):
+				t.Errorf("server read %v; want connection reset", err)
+			case !tc.wantRST && !errors.Is(err, io.EOF):
+				t.Errorf("server read %v; want EOF", err)
+			}
+		})
+	}
+}
+
+func TestParseTCPCloseMode(t *testing.T) {
+	for in, want := range map[string]TCPCloseMode{"": TCPCloseFIN, "fin": TCPCloseFIN, "rst": TCPCloseRST} {
+		if got, err := ParseTCPCloseMode(in); got != want || err != nil {
+			t.Errorf("ParseTCPCloseMode(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseTCPCloseMode("RST"); err == nil {
+		t.Error("RST accepted")
+	}
+}

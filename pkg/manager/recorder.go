@@ -2,6 +2,8 @@ package manager
 
 import (
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -19,7 +21,24 @@ func (r ContainerRecorder) Event(pod *v1.Pod, container, eventType, reason, mess
 	if r.Recorder == nil || pod == nil {
 		return
 	}
-	r.Recorder.Event(ContainerRef(pod, container), eventType, reason, message)
+	r.Recorder.Event(ContainerRef(pod, container), eventType, reason, capEventMessage(message))
+}
+
+// MaxEventMessageBytes caps an event's message. Probe bodies are cut at
+// 10 KiB, but net/http's error texts quote the response (a malformed
+// status line, a Location URL), so a hostile target could otherwise make
+// the kubelet's text, and its Unhealthy event, several MiB long.
+const MaxEventMessageBytes = 12 << 10
+
+func capEventMessage(m string) string {
+	if len(m) <= MaxEventMessageBytes {
+		return m
+	}
+	cut := MaxEventMessageBytes
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "... (" + strconv.Itoa(len(m)-cut) + " more bytes)"
 }
 
 // ContainerRef is the object reference of a pod's container, with the kubelet's field path.

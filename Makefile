@@ -33,7 +33,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags integration,runtime,e2e ./test/...
+	$(GO) vet -tags integration,runtime,e2e,soak ./test/...
 
 deps:
 	bash hack/install-deps.sh
@@ -69,3 +69,11 @@ demo-down:
 ## for a 2-3 minute smoke (writes .cache/bench/quick/).
 bench:
 	bash hack/bench.sh
+
+.PHONY: soak
+
+## soak: issue 8 churn soak, 2,000 pods × 3 probes created, flipped and deleted
+## in waves for SOAK_DURATION (default 20m) against a real etcd + kube-apiserver;
+## writes .cache/soak/result.json (SOAK_OUT). A 2-minute version runs in CI.
+soak:
+	bash hack/test.sh soak

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|runtime|e2e]...
+# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|runtime|e2e|soak]...
 # Every tier installs and starts what it needs: Debian packages, Kubernetes
 # binaries built from Go modules (cached in .cache/), locally built images.
 set -euo pipefail
@@ -18,13 +18,17 @@ for t in "${tiers[@]}"; do
       go test -race -count=1 -cover ./... ;;
     fuzz)
       step "fuzz smoke (${FUZZTIME:=20s} each)"
-      go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/manager/ ;;
+      go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/manager/
+      go test -run='^$' -fuzz='^FuzzHTTPResponse$' -fuzztime="$FUZZTIME" ./pkg/prober/ ;;
     integration)
       step "integration tier: real etcd + kube-apiserver + Prometheus, promtool"
       bash hack/install-deps.sh
       bash hack/build-k8s.sh kube-apiserver
       go test -count=1 ./test/monitoring/
-      go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/... ;;
+      go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/...
+      step "churn soak, short (300 pods, 2m; make soak runs the full one)"
+      SOAK_DURATION=2m SOAK_PODS=300 SOAK_OUT="$PWD/.cache/soak/short.json" \
+        go test -v -count=1 -tags soak -timeout 15m ./test/soak/ ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh
@@ -36,6 +40,18 @@ for t in "${tiers[@]}"; do
       bash hack/build-k8s.sh
       PATH="$(bash hack/build-kubectl.sh):$PATH"
       go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/ ;;
+    soak)
+      # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.
+      d="${SOAK_DURATION:=20m}"
+      case "$d" in
+        *h) secs=$(( ${d%h} * 3600 )) ;; *m) secs=$(( ${d%m} * 60 )) ;; *s) secs=${d%s} ;;
+        *) echo "SOAK_DURATION=$d: use whole h, m or s, e.g. 20m" >&2; exit 2 ;;
+      esac
+      step "churn soak: ${SOAK_PODS:=2000} pods for $d against a real etcd + kube-apiserver"
+      bash hack/install-deps.sh
+      bash hack/build-k8s.sh kube-apiserver
+      SOAK_OUT="${SOAK_OUT:-$PWD/.cache/soak/result.json}" SOAK_DURATION="$d" SOAK_PODS="$SOAK_PODS" \
+        go test -v -count=1 -tags soak -timeout "$(( secs + 900 ))s" ./test/soak/ ;;
     *) echo "unknown tier: $t" >&2; exit 2 ;;
   esac
 done

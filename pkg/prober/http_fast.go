@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -63,14 +62,17 @@ func (p *httpProber) fastProbe(ctx context.Context, t *httpTemplate, s *Session,
 		if conn == nil {
 			d := *p.fastDialer
 			d.Deadline = deadline
-			c, err := d.DialTCP(ctx, "tcp", netip.AddrPort{}, t.addr)
+			// Not DialTCP: its laddr is never nil, so it bind(2)s to port 0
+			// before connecting, and that search cannot reuse the prober's
+			// TIME-WAIT ports the way connect(2)'s own choice does.
+			c, err := d.DialContext(ctx, "tcp", t.dialAddr)
 			if err != nil {
 				if isRefused(err) {
 					return Unknown, "", err, true
 				}
 				return "", "", nil, false
 			}
-			conn = c
+			conn = c.(*net.TCPConn)
 		}
 		o := exchange(ctx, conn, t, deadline)
 		switch {

@@ -32,6 +32,8 @@ type httpTemplate struct {
 	// headers net/http would send unchanged). Otherwise only net/http runs.
 	fast bool
 	addr netip.AddrPort
+	// dialAddr is addr as text, for Dialer.DialContext.
+	dialAddr string
 	// wire is the request head, byte for byte what net/http's Transport
 	// writes for it, "Connection: close" included (keep-alive in keepAlive mode).
 	wire []byte
@@ -70,6 +72,7 @@ func buildHTTPTemplate(action *v1.HTTPGetAction, target Target, userAgent string
 		return t, nil
 	}
 	t.addr = netip.AddrPortFrom(addr, uint16(port))
+	t.dialAddr = t.addr.String()
 
 	var b bytes.Buffer
 	if err := req.Write(&b); err != nil {
@@ -140,4 +143,10 @@ func isTokenByte(c byte) bool {
 		return true
 	}
 	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// plainAddr is an address that net formats the same way from a
+// netip.Addr as from its text: no zone, no IPv4-mapped IPv6.
+func plainAddr(a netip.Addr) bool {
+	return a.Zone() == "" && !a.Is4In6()
 }

@@ -25,6 +25,8 @@ type lane struct {
 	// CountTW names the target port ("http", "tcp", "grpc") whose TIME_WAIT
 	// sockets are counted once the driver has exited.
 	CountTW string `json:"count_tw,omitempty"`
+	// Env adds variables to the driver's environment (the opt-in modes).
+	Env []string `json:"env,omitempty"`
 }
 
 type netnsSpec struct {
@@ -171,7 +173,7 @@ func runLane(spec netnsSpec, l lane) (r laneResult) {
 		args[i] = a
 	}
 	drv := pinned(spec.DriverCPU, l.Driver, args...)
-	drv.Env = append(os.Environ(), "GOMAXPROCS=1")
+	drv.Env = append(append(os.Environ(), "GOMAXPROCS=1"), l.Env...)
 	var out, errb bytes.Buffer
 	drv.Stdout, drv.Stderr = &out, &errb
 	if err := drv.Run(); err != nil {

@@ -42,6 +42,9 @@ type Raw struct {
 	Sched []SchedRun           `json:"sched"`
 	Exec  *benchkit.ExecResult `json:"exec,omitempty"`
 	API   []APIRun             `json:"api,omitempty"`
+	// OptIn and OptInTW are probed's opt-in modes (keep-alive, rst close).
+	OptIn   []NetRun `json:"optin,omitempty"`
+	OptInTW []TWRun  `json:"optin_tw,omitempty"`
 }
 
 type NetRun struct {
@@ -351,6 +354,7 @@ func buildRows(res *Results) []Row {
 			rows = append(rows, seen)
 		}
 	}
+	rows = append(rows, optinRows(raw)...)
 	rows = append(rows, apiRows(raw.API)...)
 	return rows
 }

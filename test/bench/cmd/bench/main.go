@@ -311,27 +311,14 @@ func (b *bench) runSched() error {
 const netPortRange = "1024 65535"
 
 func (b *bench) runNet() error {
-	c := b.cfg
-	tcpu, dcpu := b.cpus()
-	for rep := 0; rep < c.Reps; rep++ {
+	for rep := 0; rep < b.cfg.Reps; rep++ {
 		for _, proto := range b.protos {
 			for _, impl := range b.order(rep) {
-				spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
-					Lanes: []lane{{Driver: b.driver(impl), Args: []string{"net", "-proto", proto, "-port", "{" + proto + "}",
-						"-alloc-n", strconv.Itoa(c.NetAllocN), "-sat-dur", c.NetSatDur.String(), "-sat-conc", strconv.Itoa(c.NetSatConc),
-						"-lat-rate", fmt.Sprint(c.NetLatRate), "-lat-dur", c.NetLatDur.String()}}}}
-				if b.netns {
-					spec.PortRange = netPortRange
-				}
-				lr, err := b.runNetns(spec)
+				r, err := b.netRun(impl, proto, nil)
 				if err != nil {
 					return err
 				}
-				var r benchkit.NetResult
-				if err := json.Unmarshal(lr[0].Out, &r); err != nil {
-					return err
-				}
-				b.res.Raw.Net = append(b.res.Raw.Net, NetRun{Rep: rep, NetResult: r})
+				b.res.Raw.Net = append(b.res.Raw.Net, NetRun{Rep: rep, NetResult: *r})
 				logf("net rep %d %-7s %-4s: %.1fus cpu/probe, %.0f probes/s (util %.2f, %d errors, runq wait %.0fms/s), %.1f allocs %.0fB/probe, p50 %.0fus p99 %.0fus at %g/s (runq wait %.0fms/s)",
 					rep, impl, proto, r.Sat.CPUPerProbeUS, r.Sat.ProbesPerSec, r.Sat.Util, r.Sat.Errors, r.Sat.RunqWaitMsPerS,
 					r.Allocs.AllocsPerProbe, r.Allocs.BytesPerProbe, r.Lat.Stats.P50US, r.Lat.Stats.P99US, r.Lat.Rate, r.Lat.RunqWaitMsPerS)
@@ -341,40 +328,66 @@ func (b *bench) runNet() error {
 	return nil
 }
 
+// netRun runs figures 1–3's driver for one implementation and protocol in a
+// fresh namespace; env adds to the driver's environment (the opt-in modes).
+func (b *bench) netRun(impl, proto string, env []string) (*benchkit.NetResult, error) {
+	c := b.cfg
+	tcpu, dcpu := b.cpus()
+	spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
+		Lanes: []lane{{Driver: b.driver(impl), Env: env, Args: []string{"net", "-proto", proto, "-port", "{" + proto + "}",
+			"-alloc-n", strconv.Itoa(c.NetAllocN), "-sat-dur", c.NetSatDur.String(), "-sat-conc", strconv.Itoa(c.NetSatConc),
+			"-lat-rate", fmt.Sprint(c.NetLatRate), "-lat-dur", c.NetLatDur.String()}}}}
+	if b.netns {
+		spec.PortRange = netPortRange
+	}
+	lr, err := b.runNetns(spec)
+	if err != nil {
+		return nil, err
+	}
+	var r benchkit.NetResult
+	if err := json.Unmarshal(lr[0].Out, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// twSpec is figure 5's fixed-rate run for one implementation and protocol,
+// counting the TIME_WAIT sockets on the target's port afterwards.
+func (b *bench) twSpec(impl, proto string, env []string) netnsSpec {
+	c := b.cfg
+	tcpu, dcpu := b.cpus()
+	rate := c.TWRate
+	if proto == "grpc" {
+		rate = c.TWRateGRPC
+	}
+	spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
+		Lanes: []lane{{Driver: b.driver(impl), Env: env, CountTW: proto,
+			Args: []string{"rate", "-proto", proto, "-port", "{" + proto + "}", "-rate", fmt.Sprint(rate), "-dur", c.TWDur.String()}}}}
+	if b.netns {
+		// As for probes of pod IPs on a real node: the default
+		// tcp_tw_reuse=2 lets connect() recycle TIME_WAIT ports on
+		// loopback only.
+		zero := 0
+		spec.TWReuse = &zero
+		spec.PortRange = netPortRange
+	}
+	return spec
+}
+
 // runTW counts TIME_WAIT sockets per target port after a fixed-rate run.
 // Both implementations run at once, each in its own fresh namespace (its
 // own port space and TIME_WAIT table) against its own target. gRPC probes
 // cost ~5x the CPU of HTTP ones: at 1,000/s two of them do not fit on one
 // shared core, so gRPC runs at TWRateGRPC.
 func (b *bench) runTW() error {
-	c := b.cfg
-	tcpu, dcpu := b.cpus()
-	for rep := 0; rep < c.Reps; rep++ {
+	for rep := 0; rep < b.cfg.Reps; rep++ {
 		for _, proto := range b.protos {
-			rate := c.TWRate
-			if proto == "grpc" {
-				rate = c.TWRateGRPC
-			}
 			impls := b.order(rep)
 			results := make([][]laneResult, len(impls))
 			errs := make([]error, len(impls))
 			var wg sync.WaitGroup
 			for i, impl := range impls {
-				spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
-					Lanes: []lane{{Driver: b.driver(impl), CountTW: proto,
-						Args: []string{"rate", "-proto", proto, "-port", "{" + proto + "}", "-rate", fmt.Sprint(rate), "-dur", c.TWDur.String()}}}}
-				if b.netns {
-					// As for probes of pod IPs on a real node: the default
-					// tcp_tw_reuse=2 lets connect() recycle TIME_WAIT ports
-					// on loopback only.
-					zero := 0
-					spec.TWReuse = &zero
-					// Every probe goes to one address and port here, where a
-					// node's probes spread over many pod IPs: give connect()
-					// the whole port range so 20,000 sockets in TIME_WAIT do
-					// not exhaust it.
-					spec.PortRange = netPortRange
-				}
+				spec := b.twSpec(impl, proto, nil)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()

@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"path/filepath"
-	"strconv"
 
 	"github.com/probed-dev/probed/test/bench/benchkit"
 )
@@ -22,43 +19,18 @@ var optinName = map[string]string{"http": "HTTP keep-alive", "grpc": "gRPC keep-
 
 // runOptIn repeats figures 1–3 and 5 for probed's opt-in modes.
 func (b *bench) runOptIn() error {
-	c := b.cfg
-	tcpu, dcpu := b.cpus()
 	b.res.Raw.OptIn, b.res.Raw.OptInTW = nil, nil
-	for rep := 0; rep < c.Reps; rep++ {
+	for rep := 0; rep < b.cfg.Reps; rep++ {
 		for _, proto := range b.protos {
-			spec := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
-				Lanes: []lane{{Driver: b.driver("probed"), Env: optinEnv[proto], Args: []string{"net", "-proto", proto, "-port", "{" + proto + "}",
-					"-alloc-n", strconv.Itoa(c.NetAllocN), "-sat-dur", c.NetSatDur.String(), "-sat-conc", strconv.Itoa(c.NetSatConc),
-					"-lat-rate", fmt.Sprint(c.NetLatRate), "-lat-dur", c.NetLatDur.String()}}}}
-			if b.netns {
-				spec.PortRange = netPortRange
-			}
-			lr, err := b.runNetns(spec)
+			r, err := b.netRun("probed", proto, optinEnv[proto])
 			if err != nil {
 				return err
 			}
-			var r benchkit.NetResult
-			if err := json.Unmarshal(lr[0].Out, &r); err != nil {
-				return err
-			}
-			b.res.Raw.OptIn = append(b.res.Raw.OptIn, NetRun{Rep: rep, NetResult: r})
+			b.res.Raw.OptIn = append(b.res.Raw.OptIn, NetRun{Rep: rep, NetResult: *r})
 			logf("optin rep %d %-15s: %.1fus cpu/probe, %.1f allocs %.0fB/probe, p99 %.0fus", rep, optinName[proto],
 				r.Sat.CPUPerProbeUS, r.Allocs.AllocsPerProbe, r.Allocs.BytesPerProbe, r.Lat.Stats.P99US)
 
-			rate := c.TWRate
-			if proto == "grpc" {
-				rate = c.TWRateGRPC
-			}
-			tw := netnsSpec{Target: filepath.Join(b.bin, "target"), TargetCPU: tcpu, DriverCPU: dcpu,
-				Lanes: []lane{{Driver: b.driver("probed"), Env: optinEnv[proto], CountTW: proto,
-					Args: []string{"rate", "-proto", proto, "-port", "{" + proto + "}", "-rate", fmt.Sprint(rate), "-dur", c.TWDur.String()}}}}
-			if b.netns {
-				zero := 0
-				tw.TWReuse = &zero
-				tw.PortRange = netPortRange
-			}
-			res, err := b.runNetns(tw)
+			res, err := b.runNetns(b.twSpec("probed", proto, optinEnv[proto]))
 			if err != nil {
 				return err
 			}

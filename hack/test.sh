@@ -39,7 +39,12 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-k8s.sh
       PATH="$(bash hack/build-kubectl.sh):$PATH"
-      go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/ ;;
+      # The node harness's own test deploys probed's image too; build the
+      # images before both packages start (the e2e TestMain only checks them).
+      bash hack/build-images.sh
+      bash hack/build-workload-images.sh
+      bash hack/build-probed-image.sh
+      E2E_SKIP_IMAGE_BUILD=1 go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/ ;;
     soak)
       # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.
       d="${SOAK_DURATION:=20m}"

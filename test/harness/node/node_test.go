@@ -70,10 +70,15 @@ func TestNode(t *testing.T) {
 		t.Errorf("pod logs: %q, %v", logs, err)
 	}
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
-		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", n.KubeconfigPath, "exec", "-n", "default", "web", "--",
-			"cat", "/www/index.html").CombinedOutput()
+		// Stdout only: kubectl's websocket client may log a harmless
+		// warning ("Unknown stream id 1") on stderr.
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", n.KubeconfigPath, "exec", "-n", "default", "web", "--",
+			"cat", "/www/index.html")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil || strings.TrimSpace(string(out)) != "ok" {
-			t.Errorf("kubectl exec: %q, %v", out, err)
+			t.Errorf("kubectl exec: %q, %v; stderr: %q", out, err, stderr.String())
 		}
 	}
 

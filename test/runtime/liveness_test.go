@@ -73,6 +73,37 @@ func poll(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	}
 }
 
+// startLivenessWorker runs probe as the liveness probe of container "app"
+// (runtime ID id) of a running pod named name, in a real worker with the
+// real RuntimeKiller, as probed wires it. stop ends the worker and waits.
+func startLivenessWorker(rt cri.Runtime, name, id string, probe *v1.Probe) (w *worker.Worker, pods *podSource, events *eventLog, stop func()) {
+	grace := int64(5)
+	uid := types.UID("uid-" + name)
+	pods = &podSource{pod: &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: uid},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "app"}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"},
+	}}
+	pods.run(id)
+	events = &eventLog{}
+	w = worker.New(worker.Config{
+		PodUID: uid, PodNamespace: "ns", PodName: name,
+		Container: &v1.Container{Name: "app"}, ProbeType: prober.Liveness, Spec: probe,
+		Prober:   prober.New(rt, prober.Options{}),
+		Pods:     pods,
+		Results:  results.NewManager(),
+		Recorder: events,
+		Killer:   &worker.RuntimeKiller{Runtime: rt, Recorder: events},
+		Started:  func(*v1.Pod, *v1.ContainerStatus) bool { return true },
+		// Long ago: no start-up jitter.
+		DaemonStart: time.Now().Add(-time.Hour),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go w.Run(ctx)
+	return w, pods, events, func() { cancel(); <-w.Done() }
+}
+
 // The liveness decision path with the real runtime: at the failure threshold
 // a Killing event and a really stopped container, then on hold with no
 // probes, then a new container ID (the kubelet's restart) resumes probing.
@@ -81,34 +112,12 @@ func TestLivenessKillOnHoldAndResume(t *testing.T) {
 		h := need(t)
 		spec := ctrd.ContainerSpec{Name: "app", Command: []string{"sh", "-c", `touch /tmp/healthy; trap "exit 0" TERM; sleep 100000 & wait`}}
 		first := newContainer(t, spec)
-		grace := int64(5)
-		pods := &podSource{pod: &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: "ns", UID: "uid-live"},
-			Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
-				Containers: []v1.Container{{Name: "app"}}},
-			Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"},
-		}}
-		pods.run(first.RuntimeID())
-		events := &eventLog{}
-		probe := &v1.Probe{
+		w, pods, events, stop := startLivenessWorker(rt, "live", first.RuntimeID(), &v1.Probe{
 			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
 			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 2,
-		}
-		w := worker.New(worker.Config{
-			PodUID: "uid-live", PodNamespace: "ns", PodName: "live",
-			Container: &v1.Container{Name: "app"}, ProbeType: prober.Liveness, Spec: probe,
-			Prober:   prober.New(rt, prober.Options{}),
-			Pods:     pods,
-			Results:  results.NewManager(),
-			Recorder: events,
-			Killer:   &worker.RuntimeKiller{Runtime: rt, Recorder: events},
-			Started:  func(*v1.Pod, *v1.ContainerStatus) bool { return true },
-			// Long ago: no start-up jitter.
-			DaemonStart: time.Now().Add(-time.Hour),
 		})
-		ctx, cancel := context.WithCancel(context.Background())
-		go w.Run(ctx)
-		defer func() { cancel(); <-w.Done() }()
+		defer stop()
+		ctx := context.Background()
 
 		succeeded := func(id string) func() bool {
 			return func() bool {

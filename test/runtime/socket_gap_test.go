@@ -10,12 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
-	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
@@ -71,33 +68,12 @@ func TestRuntimeSocketGap(t *testing.T) {
 		return relay
 	}, func(t *testing.T, rt cri.Runtime, h *ctrd.Containerd) {
 		c := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: []string{"sh", "-c", `touch /tmp/healthy; trap "exit 0" TERM; sleep 100000 & wait`}})
-		grace := int64(5)
-		pods := &podSource{pod: &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "gap", Namespace: "ns", UID: "uid-gap"},
-			Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, TerminationGracePeriodSeconds: &grace,
-				Containers: []v1.Container{{Name: "app"}}},
-			Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"},
-		}}
-		pods.run(c.RuntimeID())
-		events := &eventLog{}
-		w := worker.New(worker.Config{
-			PodUID: "uid-gap", PodNamespace: "ns", PodName: "gap",
-			Container: &v1.Container{Name: "app"}, ProbeType: prober.Liveness,
-			Spec: &v1.Probe{
-				ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
-				PeriodSeconds: 1, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 1,
-			},
-			Prober:      prober.New(rt, prober.Options{}),
-			Pods:        pods,
-			Results:     results.NewManager(),
-			Recorder:    events,
-			Killer:      &worker.RuntimeKiller{Runtime: rt, Recorder: events},
-			Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return true },
-			DaemonStart: time.Now().Add(-time.Hour),
+		w, _, events, stop := startLivenessWorker(rt, "gap", c.RuntimeID(), &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/healthy"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 2, SuccessThreshold: 1, FailureThreshold: 1,
 		})
-		ctx, cancel := context.WithCancel(context.Background())
-		go w.Run(ctx)
-		defer func() { cancel(); <-w.Done() }()
+		defer stop()
+		ctx := context.Background()
 		passing := func(since int) func() bool {
 			return func() bool {
 				s := w.Snapshot()

@@ -39,7 +39,7 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	if healthy {
 		return Success, "service healthy", nil
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, errRPCDeadline) {
 		if !ready {
 			klog.V(4).InfoS("gRPC probe could not connect in time", "addr", addr, "service", service, "timeout", timeout, "err", ctx.Err())
 			return Failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, ctx.Err()), nil
@@ -50,8 +50,22 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	return p.probeGRPCGo(ctx, addr, service, timeout)
 }
 
-// errNotHealthy stands for a complete answer other than SERVING.
-var errNotHealthy = errors.New("not a healthy answer")
+var (
+	// errNotHealthy stands for a complete answer other than SERVING.
+	errNotHealthy = errors.New("not a healthy answer")
+	// errRPCDeadline is a complete answer with status DEADLINE_EXCEEDED: the
+	// server's handler saw the grpc-timeout we sent expire, usually a moment
+	// before our own deadline, too late for a fallback to connect.
+	errRPCDeadline = errors.New("server answered DEADLINE_EXCEEDED")
+)
+
+// answerErr names a complete answer other than SERVING.
+func (c *h2conn) answerErr() error {
+	if c.deadlineStatus {
+		return errRPCDeadline
+	}
+	return errNotHealthy
+}
 
 // fastCheck reports whether addr answered SERVING, and whether a
 // connection got as far as the server's SETTINGS.
@@ -74,7 +88,7 @@ func (p *grpcProber) fastCheck(ctx context.Context, gs *grpcSession, keepAlive b
 				if healthy {
 					return true, true, nil
 				}
-				return false, true, errNotHealthy
+				return false, true, c.answerErr()
 			}
 			c.close(false)
 			if ctx.Err() != nil {
@@ -89,16 +103,17 @@ func (p *grpcProber) fastCheck(ctx context.Context, gs *grpcSession, keepAlive b
 	}
 	healthy, err = p.exchange(ctx, c, t)
 	ready = c.ready
+	failed := err != nil
+	if !failed && !healthy {
+		err = c.answerErr() // before close returns c to the pool
+	}
 	switch {
-	case err != nil:
+	case failed:
 		c.close(false)
 	case keep:
 		gs.keep(addr, c)
 	default:
 		c.close(true)
-	}
-	if err == nil && !healthy {
-		err = errNotHealthy
 	}
 	return healthy, ready, err
 }

@@ -5,13 +5,16 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // closingListener accepts connections, reads a little and closes them.
@@ -51,6 +54,7 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 	t.Cleanup(hs.Shutdown)
 	noHealth := startGRPC(t, func(*grpc.Server) {})
 	blocking := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, blockingHealth{}) })
+	expired := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, &expiredHealth{}) })
 	closing := closingListener(t)
 	silent := silentListener(t)
 
@@ -67,6 +71,7 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 		{"unknown service", healthy, "nope", false},
 		{"no health service", noHealth, "", false},
 		{"rpc timeout", blocking, "", false},
+		{"server answers DEADLINE_EXCEEDED", expired, "", false},
 		{"server closes the connection", closing, "", false},
 		{"silent listener", silent, "", false},
 	}
@@ -87,6 +92,36 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 				t.Errorf("probe = %v, %q, %v; grpc-go alone gives %v, %q, %v", res, out, err, wantRes, wantOut, wantErr)
 			}
 		})
+	}
+}
+
+// expiredHealth answers at once as a handler does whose deadline (the
+// grpc-timeout we sent) has just run out.
+type expiredHealth struct {
+	healthpb.UnimplementedHealthServer
+	calls atomic.Int32
+}
+
+func (h *expiredHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	h.calls.Add(1)
+	return nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+}
+
+// TestGRPCServerDeadlineAnswer: a DEADLINE_EXCEEDED answer is the
+// kubelet's RPC timeout, read off the fast path without asking grpc-go: the
+// answer can come a moment before our own deadline, with no time left for a
+// second connection (a fallback then read as a connect timeout).
+func TestGRPCServerDeadlineAnswer(t *testing.T) {
+	t.Parallel()
+	h := &expiredHealth{}
+	port := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, h) })
+	p := New(nil, Options{})
+	res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", "", port, time.Second)
+	if err != nil || res != Failure || out != "timeout: health rpc did not complete within 1s" {
+		t.Errorf("probe = %v, %q, %v; want failure with the RPC timeout text", res, out, err)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("server saw %d checks; want 1 (no fallback)", n)
 	}
 }
 

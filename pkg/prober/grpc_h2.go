@@ -40,8 +40,11 @@ type h2conn struct {
 	grpcContent   bool
 	grpcStatusOK  bool
 	grpcStatusSet bool
-	msg           []byte
-	msgTooLong    bool
+	// deadlineStatus: the answer carried grpc-status 4 (DEADLINE_EXCEEDED),
+	// which the kubelet reports as the RPC timeout whoever's clock ran out.
+	deadlineStatus bool
+	msg            []byte
+	msgTooLong     bool
 }
 
 var (
@@ -110,6 +113,7 @@ func (c *h2conn) check(t *grpcTemplate, deadline time.Time) (healthy bool, err e
 	c.nextStream += 2
 	c.blocks, c.msg, c.msgTooLong = 0, c.msg[:0], false
 	c.status200, c.grpcContent, c.grpcStatusOK, c.grpcStatusSet = false, false, false, false
+	c.deadlineStatus = false
 
 	b := c.wbuf[:0]
 	if c.stream == 1 {
@@ -224,6 +228,7 @@ func (c *h2conn) onField(f hpack.HeaderField) {
 		c.grpcContent = c.blocks == 0 && len(v) >= 16 && v[:16] == "application/grpc" && (len(v) == 16 || v[16] == '+' || v[16] == ';')
 	case "grpc-status":
 		c.grpcStatusOK = c.blocks == 1 && !c.grpcStatusSet && f.Value == "0"
+		c.deadlineStatus = !c.grpcStatusSet && f.Value == "4"
 		c.grpcStatusSet = true
 	}
 }

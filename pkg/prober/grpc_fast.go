@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"k8s.io/klog/v2"
 )
 
@@ -17,10 +18,11 @@ func (p *grpcProber) probe(ctx context.Context, host, service string, port int, 
 }
 
 // probeSession tries the fast path first: a hand-rolled HTTP/2 exchange
-// that only recognises the healthy answer. Anything else is asked again
-// through grpc-go (probeGRPCGo), within what is left of the timeout, so
-// every failure reads exactly as the kubelet writes it; that costs a second
-// connection only on failures.
+// that reads only well-formed answers with grpc-status OK (the service's
+// status) or DEADLINE_EXCEEDED. Anything else is asked again through
+// grpc-go (probeGRPCGo), within what is left of the timeout, so every
+// failure reads exactly as the kubelet writes it; that costs a second
+// connection only on those failures.
 //
 // A fast path that runs out of time reports the timeout itself, with the
 // text grpc-go gives at the same point: before the server's SETTINGS (where
@@ -39,10 +41,19 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	if healthy {
 		return Success, "service healthy", nil
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, errRPCDeadline) {
+	var ua unhealthyAnswer
+	if errors.As(err, &ua) {
+		return Failure, ua.Error(), nil
+	}
+	// The connection's I/O deadline is the context's, and may fire a moment
+	// before the context's own timer: a fallback then has no time left.
+	deadline, _ := ctx.Deadline()
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) ||
+		ctx.Err() == nil && err != nil && !time.Now().Before(deadline)
+	if timedOut || errors.Is(err, errRPCDeadline) {
 		if !ready {
-			klog.V(4).InfoS("gRPC probe could not connect in time", "addr", addr, "service", service, "timeout", timeout, "err", ctx.Err())
-			return Failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, ctx.Err()), nil
+			klog.V(4).InfoS("gRPC probe could not connect in time", "addr", addr, "service", service, "timeout", timeout, "err", err)
+			return Failure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, context.DeadlineExceeded), nil
 		}
 		return Failure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout), nil
 	}
@@ -59,10 +70,21 @@ var (
 	errRPCDeadline = errors.New("server answered DEADLINE_EXCEEDED")
 )
 
+// unhealthyAnswer is a well-formed OK answer with a status other than
+// SERVING: its text needs nothing from grpc-go.
+type unhealthyAnswer healthpb.HealthCheckResponse_ServingStatus
+
+func (a unhealthyAnswer) Error() string {
+	return fmt.Sprintf("service unhealthy (responded with %q)", healthpb.HealthCheckResponse_ServingStatus(a).String())
+}
+
 // answerErr names a complete answer other than SERVING.
 func (c *h2conn) answerErr() error {
-	if c.deadlineStatus {
+	switch {
+	case c.deadlineStatus:
 		return errRPCDeadline
+	case c.answer >= 0:
+		return unhealthyAnswer(c.answer)
 	}
 	return errNotHealthy
 }

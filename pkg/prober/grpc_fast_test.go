@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -50,6 +51,7 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 	hs.SetServingStatus("ready", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus("unknown", healthpb.HealthCheckResponse_UNKNOWN)
+	hs.SetServingStatus("odd", healthpb.HealthCheckResponse_ServingStatus(7))
 	healthy := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, hs) })
 	t.Cleanup(hs.Shutdown)
 	noHealth := startGRPC(t, func(*grpc.Server) {})
@@ -58,22 +60,25 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 	closing := closingListener(t)
 	silent := silentListener(t)
 
+	// fastAnswer: the fast path words the answer itself, with no fallback.
 	cases := []struct {
 		name        string
 		port        int
 		service     string
 		fastHealthy bool
+		fastAnswer  bool
 	}{
-		{"serving, overall", healthy, "", true},
-		{"serving, named service", healthy, "ready", true},
-		{"not serving", healthy, "draining", false},
-		{"status unknown", healthy, "unknown", false},
-		{"unknown service", healthy, "nope", false},
-		{"no health service", noHealth, "", false},
-		{"rpc timeout", blocking, "", false},
-		{"server answers DEADLINE_EXCEEDED", expired, "", false},
-		{"server closes the connection", closing, "", false},
-		{"silent listener", silent, "", false},
+		{"serving, overall", healthy, "", true, true},
+		{"serving, named service", healthy, "ready", true, true},
+		{"not serving", healthy, "draining", false, true},
+		{"status unknown", healthy, "unknown", false, true},
+		{"status outside the enum", healthy, "odd", false, true},
+		{"unknown service", healthy, "nope", false, false},
+		{"no health service", noHealth, "", false, false},
+		{"rpc timeout", blocking, "", false, false},
+		{"server answers DEADLINE_EXCEEDED", expired, "", false, true},
+		{"server closes the connection", closing, "", false, false},
+		{"silent listener", silent, "", false, false},
 	}
 	p := New(nil, Options{})
 	for _, tc := range cases {
@@ -85,6 +90,10 @@ func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 			cancel()
 			if healthy != tc.fastHealthy {
 				t.Errorf("fast path healthy = %v (%v); want %v", healthy, err, tc.fastHealthy)
+			}
+			var ua unhealthyAnswer
+			if answered := healthy || errors.As(err, &ua) || errors.Is(err, errRPCDeadline); answered != tc.fastAnswer {
+				t.Errorf("fast path answered = %v (%v); want %v", answered, err, tc.fastAnswer)
 			}
 			res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", tc.service, tc.port, time.Second)
 			wantRes, wantOut, wantErr := p.grpc.probeGRPCGo(context.Background(), addr, tc.service, time.Second)
@@ -202,18 +211,21 @@ func TestEncodeGRPCTimeout(t *testing.T) {
 func TestServingDecode(t *testing.T) {
 	for _, tc := range []struct {
 		msg  []byte
-		want bool
+		want uint64
+		ok   bool
 	}{
-		{[]byte{0, 0, 0, 0, 2, 0x08, 1}, true},
-		{[]byte{0, 0, 0, 0, 2, 0x08, 2}, false},              // NOT_SERVING
-		{[]byte{0, 0, 0, 0, 0}, false},                       // UNKNOWN by omission
-		{[]byte{0, 0, 0, 0, 5, 0x12, 1, 'x', 0x08, 1}, true}, // an unknown field first
-		{[]byte{1, 0, 0, 0, 2, 0x08, 1}, false},              // compressed
-		{[]byte{0, 0, 0, 0, 3, 0x08, 1}, false},              // short
-		{[]byte{0, 0, 0, 0, 2, 0x08, 0x81}, false},           // truncated varint
+		{[]byte{0, 0, 0, 0, 2, 0x08, 1}, 1, true},
+		{[]byte{0, 0, 0, 0, 2, 0x08, 2}, 2, true},               // NOT_SERVING
+		{[]byte{0, 0, 0, 0, 0}, 0, true},                        // UNKNOWN by omission
+		{[]byte{0, 0, 0, 0, 5, 0x12, 1, 'x', 0x08, 1}, 1, true}, // an unknown field first
+		{[]byte{0, 0, 0, 0, 4, 0x08, 2, 0x08, 1}, 1, true},      // the last one wins
+		{[]byte{0, 0, 0, 0, 2, 0x08, 7}, 7, true},               // not in the enum
+		{[]byte{1, 0, 0, 0, 2, 0x08, 1}, 0, false},              // compressed
+		{[]byte{0, 0, 0, 0, 3, 0x08, 1}, 0, false},              // short
+		{[]byte{0, 0, 0, 0, 2, 0x08, 0x81}, 0, false},           // truncated varint
 	} {
-		if got := serving(tc.msg); got != tc.want {
-			t.Errorf("serving(%x) = %v; want %v", tc.msg, got, tc.want)
+		if got, ok := servingStatus(tc.msg); got != tc.want || ok != tc.ok {
+			t.Errorf("servingStatus(%x) = %v, %v; want %v, %v", tc.msg, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -43,8 +45,10 @@ type h2conn struct {
 	// deadlineStatus: the answer carried grpc-status 4 (DEADLINE_EXCEEDED),
 	// which the kubelet reports as the RPC timeout whoever's clock ran out.
 	deadlineStatus bool
-	msg            []byte
-	msgTooLong     bool
+	// answer is the ServingStatus of a well-formed OK answer, else -1.
+	answer     int32
+	msg        []byte
+	msgTooLong bool
 }
 
 var (
@@ -103,7 +107,8 @@ func appendFrameHeader(b []byte, length int, t http2.FrameType, flags http2.Flag
 
 // check sends one Health/Check on a new stream and reads until that
 // stream ends. healthy is true only for a well-formed SERVING answer with
-// grpc-status 0; false with a nil error is any other complete answer. The
+// grpc-status 0; false with a nil error is any other complete answer, which
+// c.answer and c.deadlineStatus describe when they can. The
 // connection's deadline bounds it; the caller sets it.
 func (c *h2conn) check(t *grpcTemplate, deadline time.Time) (healthy bool, err error) {
 	if c.nextStream > 1<<31-1 {
@@ -113,7 +118,7 @@ func (c *h2conn) check(t *grpcTemplate, deadline time.Time) (healthy bool, err e
 	c.nextStream += 2
 	c.blocks, c.msg, c.msgTooLong = 0, c.msg[:0], false
 	c.status200, c.grpcContent, c.grpcStatusOK, c.grpcStatusSet = false, false, false, false
-	c.deadlineStatus = false
+	c.deadlineStatus, c.answer = false, -1
 
 	b := c.wbuf[:0]
 	if c.stream == 1 {
@@ -197,7 +202,12 @@ func (c *h2conn) check(t *grpcTemplate, deadline time.Time) (healthy bool, err e
 		if ended {
 			// Trailers must have arrived with the END_STREAM, or the stream is
 			// not a complete gRPC response.
-			return c.blocks == 2 && c.status200 && c.grpcContent && c.grpcStatusOK && !c.msgTooLong && serving(c.msg), nil
+			if c.blocks == 2 && c.status200 && c.grpcContent && c.grpcStatusOK && !c.msgTooLong {
+				if st, ok := servingStatus(c.msg); ok && st <= math.MaxInt32 {
+					c.answer = int32(st)
+				}
+			}
+			return c.answer == int32(healthpb.HealthCheckResponse_SERVING), nil
 		}
 	}
 }
@@ -233,34 +243,34 @@ func (c *h2conn) onField(f hpack.HeaderField) {
 	}
 }
 
-// serving decodes one length-prefixed, uncompressed HealthCheckResponse and
-// reports whether its status is SERVING.
-func serving(msg []byte) bool {
+// servingStatus decodes one length-prefixed, uncompressed
+// HealthCheckResponse into its status, as protobuf would.
+func servingStatus(msg []byte) (uint64, bool) {
 	if len(msg) < 5 || msg[0] != 0 || int(binary.BigEndian.Uint32(msg[1:5])) != len(msg)-5 {
-		return false
+		return 0, false
 	}
 	b := msg[5:]
 	status := uint64(0) // UNKNOWN when absent
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return false
+			return 0, false
 		}
 		b = b[n:]
 		if num == 1 && typ == protowire.VarintType {
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return false
+				return 0, false
 			}
 			status, b = v, b[n:]
 			continue
 		}
 		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return false
+			return 0, false
 		}
 		b = b[n:]
 	}
-	return status == 1 // grpc_health_v1.HealthCheckResponse_SERVING
+	return status, true
 }
 
 // dialH2 opens the TCP connection through the probe dialer, so the host

@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/results"
 )
 
 // Kill outcomes, the "outcome" label of probed_container_kills_total.
@@ -36,8 +35,12 @@ const (
 // (kills for liveness and startup only); the lateness histogram appears with a
 // probe type's first periodic tick.
 type Metrics struct {
-	probeTotal    *prometheus.CounterVec
-	probeDuration *prometheus.HistogramVec
+	// probeTotal and probeDuration collect the workers' own counts (see
+	// seriesSet): a CounterVec and HistogramVec child cost about 2 KiB per
+	// worker, more than the rest of an idle worker.
+	probeTotal    prometheus.Collector
+	probeDuration prometheus.Collector
+	perPod        seriesSet
 	workers       *prometheus.GaugeVec
 	lateness      *prometheus.HistogramVec
 	panics        *prometheus.CounterVec
@@ -53,7 +56,7 @@ type MetricsOption func(*Metrics)
 
 // WithoutPodUIDLabel drops pod_uid from prober_probe_total to bound its
 // cardinality. Series are then shared by pods with the same namespace and
-// name, so a pod recreated under the same name may see its counter deleted
+// name, so a pod recreated under the same name may see its counter reset
 // when the old pod's worker ends.
 func WithoutPodUIDLabel() MetricsOption {
 	return func(m *Metrics) { m.podUID = false }
@@ -75,17 +78,16 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	if m.podUID {
 		totalLabels = []string{"probe_type", "container", "pod", "namespace", "pod_uid", "result"}
 	}
-	m.probeTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: "prober",
-		Name:      "probe_total",
-		Help:      "Cumulative number of a liveness, readiness or startup probe for a container by result.",
-	}, totalLabels)
-	m.probeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "prober",
-		Name:      "probe_duration_seconds",
-		Help:      "Duration in seconds for a probe response.",
-		Buckets:   prometheus.DefBuckets, // the kubelet sets none, so gets these
-	}, []string{"probe_type", "container", "pod", "namespace"})
+	m.perPod.totalDesc = prometheus.NewDesc("prober_probe_total",
+		"Cumulative number of a liveness, readiness or startup probe for a container by result.",
+		totalLabels, nil)
+	m.perPod.durDesc = prometheus.NewDesc("prober_probe_duration_seconds",
+		"Duration in seconds for a probe response.",
+		[]string{"probe_type", "container", "pod", "namespace"}, nil)
+	m.perPod.podUID = m.podUID
+	m.perPod.live = map[*series]struct{}{}
+	m.probeTotal = familyCollector{&m.perPod, true}
+	m.probeDuration = familyCollector{&m.perPod, false}
 	m.workers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "probed_workers",
 		Help: "Number of running probe workers by probe type.",
@@ -119,69 +121,6 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 		reg.MustRegister(m.probeTotal, m.probeDuration, m.workers, m.lateness, m.panics, m.kills)
 	}
 	return m
-}
-
-// series is one worker's label values, fixed when the worker is created:
-// probe_type, container, pod, namespace, pod_uid, and a slot for the result
-// that only the worker's goroutine writes.
-type series struct {
-	lv [6]string
-	// total (by result: unknown, success, failure) and dur are the
-	// worker's children of prober_probe_total and prober_probe_duration_seconds,
-	// bound on first use so that a tick does not hash its label values.
-	total [3]prometheus.Counter
-	dur   prometheus.Observer
-}
-
-func newSeries(t prober.ProbeType, container, pod, namespace, podUID string) series {
-	return series{lv: [6]string{t.String(), container, pod, namespace, podUID}}
-}
-
-func (s *series) probeType() string { return s.lv[0] }
-
-// totalLabels returns prober_probe_total's label values for result.
-func (m *Metrics) totalLabels(s *series, result string) []string {
-	if m.podUID {
-		s.lv[5] = result
-		return s.lv[:6]
-	}
-	s.lv[4] = result
-	return s.lv[:5]
-}
-
-// observeProbe counts a result and, as the kubelet, times only successful and
-// unknown ones.
-func (m *Metrics) observeProbe(s *series, r results.Result, seconds float64) {
-	if m == nil {
-		return
-	}
-	i := int(r - results.Unknown)
-	if i < 0 || i >= len(s.total) {
-		m.probeTotal.WithLabelValues(m.totalLabels(s, r.MetricLabel())...).Inc()
-		return
-	}
-	if s.total[i] == nil {
-		s.total[i] = m.probeTotal.WithLabelValues(m.totalLabels(s, r.MetricLabel())...)
-	}
-	s.total[i].Inc()
-	if r != results.Failure {
-		if s.dur == nil {
-			s.dur = m.probeDuration.WithLabelValues(s.lv[:4]...)
-		}
-		s.dur.Observe(seconds)
-	}
-}
-
-// deleteSeries drops the worker's per-pod series.
-func (m *Metrics) deleteSeries(s *series) {
-	if m == nil {
-		return
-	}
-	for _, r := range []results.Result{results.Success, results.Failure, results.Unknown} {
-		m.probeTotal.DeleteLabelValues(m.totalLabels(s, r.MetricLabel())...)
-	}
-	m.probeDuration.DeleteLabelValues(s.lv[:4]...)
-	s.total, s.dur = [3]prometheus.Counter{}, nil
 }
 
 func (m *Metrics) workerDelta(s *series, d float64) {

@@ -64,9 +64,10 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 var (
 	// errNotHealthy stands for a complete answer other than SERVING.
 	errNotHealthy = errors.New("not a healthy answer")
-	// errRPCDeadline is a complete answer with status DEADLINE_EXCEEDED: the
-	// server's handler saw the grpc-timeout we sent expire, usually a moment
-	// before our own deadline, too late for a fallback to connect.
+	// errRPCDeadline is a complete answer with status DEADLINE_EXCEEDED (the
+	// handler ran out of the grpc-timeout we sent, or of a deadline of its
+	// own). grpc-go maps it to the RPC timeout text, and it comes near our
+	// own deadline, too late for a fallback to connect.
 	errRPCDeadline = errors.New("server answered DEADLINE_EXCEEDED")
 )
 

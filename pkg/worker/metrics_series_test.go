@@ -109,21 +109,3 @@ prober_probe_total{container="app",namespace="ns",pod="web-0",pod_uid="uid-2",pr
 		t.Error(err)
 	}
 }
-
-// Without pod_uid, same-named pods' counters are summed into one series.
-func TestWithoutPodUIDSumsSameNamedPods(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, WithoutPodUIDLabel())
-	a := newSeries(prober.Startup, "app", "web-0", "ns", "uid-1")
-	b := newSeries(prober.Startup, "app", "web-0", "ns", "uid-2")
-	m.observeProbe(&a, results.Success, 0.1)
-	m.observeProbe(&b, results.Success, 0.1)
-	want := `
-# HELP prober_probe_total Cumulative number of a liveness, readiness or startup probe for a container by result.
-# TYPE prober_probe_total counter
-prober_probe_total{container="app",namespace="ns",pod="web-0",probe_type="Startup",result="successful"} 2
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "prober_probe_total"); err != nil {
-		t.Error(err)
-	}
-}

@@ -56,17 +56,21 @@ prober_probe_total{container="app",namespace="ns",pod="pod",pod_uid="pod-uid-1",
 func TestWithoutPodUIDLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, WithoutPodUIDLabel())
+	// A pod and its same-named successor are summed into one series.
 	s := newSeries(prober.Liveness, "app", "pod", "ns", "uid")
+	succ := newSeries(prober.Liveness, "app", "pod", "ns", "uid-2")
 	m.observeProbe(&s, results.Success, 0.1)
+	m.observeProbe(&succ, results.Success, 0.1)
 	want := `
 # HELP prober_probe_total Cumulative number of a liveness, readiness or startup probe for a container by result.
 # TYPE prober_probe_total counter
-prober_probe_total{container="app",namespace="ns",pod="pod",probe_type="Liveness",result="successful"} 1
+prober_probe_total{container="app",namespace="ns",pod="pod",probe_type="Liveness",result="successful"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "prober_probe_total"); err != nil {
 		t.Error(err)
 	}
 	m.deleteSeries(&s)
+	m.deleteSeries(&succ)
 	if n := testutil.CollectAndCount(m.probeTotal); n != 0 {
 		t.Errorf("%d series left after delete", n)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,25 +176,13 @@ func TestGRPCFastPathHeaders(t *testing.T) {
 		t.Fatalf("%d calls recorded; want 2", len(seen))
 	}
 	for _, k := range []string{":authority", "user-agent", "content-type", "no-deadline"} {
-		if fast, slow := seen[0].Get(k), seen[1].Get(k); !slicesEqual(fast, slow) {
+		if fast, slow := seen[0].Get(k), seen[1].Get(k); !slices.Equal(fast, slow) {
 			t.Errorf("%s: fast path sent %q, grpc-go %q", k, fast, slow)
 		}
 	}
 	if got := seen[0].Get(":authority"); len(got) != 1 || got[0] != addr {
 		t.Errorf(":authority = %q; want %q", got, addr)
 	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestEncodeGRPCTimeout(t *testing.T) {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,18 +35,6 @@ func summaries(conds []v1.PodCondition) []condSummary {
 		out = append(out, condSummary{c.Type, c.Status, c.Reason})
 	}
 	return out
-}
-
-func equalSummaries(a, b []condSummary) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestConditionsAggregate(t *testing.T) {
@@ -107,7 +96,7 @@ func TestConditionsAggregate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Conditions(tc.state, nil, tNow)
-			if !equalSummaries(summaries(got), tc.want) {
+			if !slices.Equal(summaries(got), tc.want) {
 				t.Fatalf("Conditions:\n got %v\nwant %v", summaries(got), tc.want)
 			}
 			for _, c := range got {

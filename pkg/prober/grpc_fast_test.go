@@ -21,27 +21,10 @@ import (
 
 // closingListener accepts connections, reads a little and closes them.
 func closingListener(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Read(make([]byte, 64))
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
-	_, port := hostPort(t, l.Addr().String())
-	return port
+	return acceptLoopback(t, func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 64))
+		_ = c.Close()
+	})
 }
 
 // TestGRPCFastPathMatchesGRPCGo: the fast path answers only SERVING, and

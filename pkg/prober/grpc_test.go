@@ -52,13 +52,32 @@ func (blockingHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest)
 // handshake never completes.
 func silentListener(t *testing.T) int {
 	t.Helper()
+	var mu sync.Mutex
+	var conns []net.Conn
+	// Registered first, so it runs after the accept loop has ended.
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return acceptLoopback(t, func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	})
+}
+
+// acceptLoopback listens on a loopback port and hands each connection to
+// handle, one after another; cleanup closes the listener and waits.
+func acceptLoopback(t *testing.T, handle func(net.Conn)) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -67,20 +86,10 @@ func silentListener(t *testing.T) int {
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
+			handle(c)
 		}
 	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
 	_, port := hostPort(t, l.Addr().String())
 	return port
 }

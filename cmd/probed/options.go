@@ -31,6 +31,9 @@ type options struct {
 	ProbeHostPolicy string
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
 	TCPProbeClose string
+	// ProbeFastPaths is --probe-fast-paths: false sends every HTTP and gRPC
+	// probe through net/http and grpc-go, as the kubelet does.
+	ProbeFastPaths bool
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -57,6 +60,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
 	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
 	fs.StringVar(&o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)")
+	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
 	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 }

@@ -137,7 +137,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err = manager.New(manager.Options{
 		Informer:    podInformer,
 		Source:      source,
-		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose}),
+		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
 		Killer:      killer,
 		HostGuard:   hostGuard,
 		Liveness:    liveness,

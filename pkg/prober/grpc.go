@@ -30,6 +30,9 @@ type grpcProber struct {
 	guarded bool
 	dialer  *net.Dialer
 
+	// noFast sends every probe through grpc-go (--probe-fast-paths=false).
+	noFast bool
+
 	// userAgent is what grpc-go sends: ours, then its own.
 	userAgent string
 	templates templateCache

@@ -36,6 +36,9 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	if p.noFast {
+		return p.probeGRPCGo(ctx, addr, service, timeout)
+	}
 
 	healthy, ready, err := p.fastCheck(ctx, s.grpcState(), keepAlive, addr, service)
 	if healthy {

@@ -39,7 +39,7 @@ type Prober struct {
 // no exec probe will run, in which case exec probes error.
 func New(runner CommandRunner, opts Options) *Prober {
 	ua := opts.userAgent()
-	return &Prober{
+	p := &Prober{
 		runner:    runner,
 		userAgent: ua,
 		http:      newHTTPProber(opts.HostGuard),
@@ -47,6 +47,9 @@ func New(runner CommandRunner, opts Options) *Prober {
 		grpc:      newGRPCProber(ua, opts.HostGuard),
 		guard:     opts.HostGuard,
 	}
+	p.http.noFast = opts.DisableFastPaths
+	p.grpc.noFast = opts.DisableFastPaths
+	return p
 }
 
 // Probe runs spec once against target and maps the outcome the way the

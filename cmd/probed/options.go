@@ -39,6 +39,8 @@ type options struct {
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
 	// more than half of its pods on the node fail liveness.
 	LivenessWorkloadGuard bool
+	// LivenessWorkloadGuardMaxPause bounds one such pause.
+	LivenessWorkloadGuardMaxPause time.Duration
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -63,6 +65,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
 	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
+	fs.DurationVar(&o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
 }
 
 func (o *options) validate() error {
@@ -83,6 +86,9 @@ func (o *options) validate() error {
 	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
 	if o.LivenessRestartBudget < 0 {
 		errs = append(errs, fmt.Errorf("--liveness-restart-budget=%d: must be 0 (unlimited) or more", o.LivenessRestartBudget))
+	}
+	if o.LivenessWorkloadGuardMaxPause <= 0 {
+		errs = append(errs, fmt.Errorf("--liveness-workload-guard-max-pause=%v: must be positive", o.LivenessWorkloadGuardMaxPause))
 	}
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))

@@ -39,7 +39,7 @@ func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed", "version", version.Version, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
-		"livenessWorkloadGuard", o.LivenessWorkloadGuard)
+		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
 	start := time.Now()
 	cfg, err := restConfig(o)
 	if err != nil {
@@ -86,7 +86,7 @@ func run(ctx context.Context, o *options) error {
 		if err != nil {
 			return err
 		}
-		workloads = restartguard.NewWorkloads(owned, restartMetrics)
+		workloads = restartguard.NewWorkloads(owned, restartMetrics, o.LivenessWorkloadGuardMaxPause, clock.RealClock{})
 	}
 
 	var recorder worker.Recorder

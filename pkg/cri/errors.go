@@ -22,20 +22,15 @@ var (
 	ErrEmptyCommand = errors.New("empty command")
 )
 
-// TimeoutError is returned when an exec runs out of its timeout, either in the
-// runtime or while queued for an exec slot. By then the command and the
-// processes it started have been killed (see each Runtime for how far).
+// TimeoutError is returned when a command runs out of its timeout in the
+// runtime. By then the command and the processes it started have been killed
+// (see each Runtime for how far).
 type TimeoutError struct {
 	ContainerID string
 	After       time.Duration
-	// Queued is true when the time ran out before the command started.
-	Queued bool
 }
 
 func (e *TimeoutError) Error() string {
-	if e.Queued {
-		return fmt.Sprintf("exec in container %s: timed out after %v waiting for an exec slot", e.ContainerID, e.After)
-	}
 	return fmt.Sprintf("exec in container %s: command timed out after %v", e.ContainerID, e.After)
 }
 
@@ -47,3 +42,20 @@ func IsTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
+
+// SlotTimeoutError is returned when no exec slot (--max-concurrent-execs)
+// freed up within the probe's timeout. The command never ran: this is
+// probed's own limit, not the container's failure, so it is not a timeout
+// (Timeout() is absent) but a throttle, which the prober turns into a
+// discarded result.
+type SlotTimeoutError struct {
+	ContainerID string
+	Waited      time.Duration
+}
+
+func (e *SlotTimeoutError) Error() string {
+	return fmt.Sprintf("exec in container %s: no exec slot free within %v (--max-concurrent-execs); the command did not run", e.ContainerID, e.Waited)
+}
+
+// Throttled marks the error as probed's own limit for the prober.
+func (e *SlotTimeoutError) Throttled() bool { return true }

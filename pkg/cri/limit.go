@@ -52,53 +52,43 @@ func RuntimeName(rt Runtime) string {
 // Name is the wrapped runtime's name.
 func (l *Limited) Name() string { return l.name }
 
-// ExecInContainer waits for a slot, then runs the exec with what is left of
-// the timeout: time spent queued counts against it, as it would against the
-// probe. If the timeout runs out in the queue the result is a *TimeoutError
-// with Queued set; if ctx ends first, ctx's error.
+// ExecInContainer waits for a slot, at most timeout, then runs the exec with
+// the whole timeout, as the kubelet would have run it straight away. A
+// probe whose timeout runs out in the queue gets a *SlotTimeoutError: the
+// command never ran, and the wait says nothing about the container. If ctx
+// ends first, ctx's error.
 func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	start := time.Now()
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C
-	}
 	select {
 	case l.slots <- struct{}{}:
-	case <-expired:
-		l.m.observeQueueWait(time.Since(start))
-		err := &TimeoutError{ContainerID: containerID, After: timeout, Queued: true}
-		l.m.observeExec(l.name, OutcomeTimeout, 0, false)
-		return nil, -1, err
-	case <-ctx.Done():
-		l.m.observeQueueWait(time.Since(start))
-		l.m.observeExec(l.name, OutcomeError, 0, false)
-		return nil, -1, fmt.Errorf("exec in container %s: waiting for an exec slot: %w", containerID, ctx.Err())
-	}
-	defer func() { <-l.slots }()
-
-	waited := time.Since(start)
-	l.m.observeQueueWait(waited)
-	remaining := timeout
-	if timeout > 0 {
-		if remaining = timeout - waited; remaining <= 0 {
-			l.m.observeExec(l.name, OutcomeTimeout, 0, false)
-			return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout, Queued: true}
+	default:
+		// Only a wait needs a timer.
+		var expired <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case l.slots <- struct{}{}:
+		case <-expired:
+			l.m.observeQueueWait(time.Since(start))
+			l.m.observeExec(l.name, OutcomeQueueTimeout, 0, false)
+			return nil, -1, &SlotTimeoutError{ContainerID: containerID, Waited: timeout}
+		case <-ctx.Done():
+			l.m.observeQueueWait(time.Since(start))
+			l.m.observeExec(l.name, OutcomeError, 0, false)
+			return nil, -1, fmt.Errorf("exec in container %s: waiting for an exec slot: %w", containerID, ctx.Err())
 		}
 	}
+	defer func() { <-l.slots }()
+	l.m.observeQueueWait(time.Since(start))
 
 	l.m.addInFlight(1)
 	defer l.m.addInFlight(-1)
 	execStart := time.Now()
-	out, code, err := l.rt.ExecInContainer(ctx, containerID, cmd, remaining)
+	out, code, err := l.rt.ExecInContainer(ctx, containerID, cmd, timeout)
 	l.m.observeExec(l.name, execOutcome(code, err), time.Since(execStart), true)
-	if t, ok := err.(*TimeoutError); ok && t.After != timeout {
-		// Report the probe's timeout, not the remainder the runtime was given.
-		t2 := *t
-		t2.After = timeout
-		err = &t2
-	}
 	return out, code, err
 }
 

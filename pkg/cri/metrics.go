@@ -10,8 +10,11 @@ import (
 const (
 	OutcomeSuccess     = "success"      // exit code 0
 	OutcomeNonzeroExit = "nonzero_exit" // ran, exit code != 0
-	OutcomeTimeout     = "timeout"      // timed out, queued or running
+	OutcomeTimeout     = "timeout"      // the command ran out of its timeout
 	OutcomeError       = "error"        // could not run: no container, runtime down, ...
+	// OutcomeQueueTimeout: no exec slot freed within the probe's timeout;
+	// the command never ran, and the probe's result is thrown away.
+	OutcomeQueueTimeout = "queue_timeout"
 )
 
 // Metrics are the runtime client's Prometheus metrics. A nil *Metrics records nothing.
@@ -37,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		execTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probed_runtime_exec_total",
-			Help: "Exec calls into the container runtime, by runtime and outcome (success, nonzero_exit, timeout, error).",
+			Help: "Exec calls into the container runtime, by runtime and outcome (success, nonzero_exit, timeout, error, queue_timeout).",
 		}, []string{"runtime", "outcome"}),
 		execDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "probed_runtime_exec_duration_seconds",

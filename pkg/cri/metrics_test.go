@@ -49,7 +49,7 @@ func TestMetricsWithNoRuntime(t *testing.T) {
 		}
 	}
 	want := `
-# HELP probed_runtime_exec_total Exec calls into the container runtime, by runtime and outcome (success, nonzero_exit, timeout, error).
+# HELP probed_runtime_exec_total Exec calls into the container runtime, by runtime and outcome (success, nonzero_exit, timeout, error, queue_timeout).
 # TYPE probed_runtime_exec_total counter
 probed_runtime_exec_total{outcome="error",runtime="none"} 1
 `

@@ -84,9 +84,12 @@ type probeKey struct {
 }
 
 type podEntry struct {
-	key      status.PodKey
-	workers  map[probeKey]*worker.Worker
-	specs    map[probeKey]DeclaredProbe
+	key     status.PodKey
+	workers map[probeKey]*worker.Worker
+	specs   map[probeKey]DeclaredProbe
+	// ended holds the probes whose worker ended on its own; they are not
+	// started again unless the probe changes.
+	ended    map[probeKey]DeclaredProbe
 	order    []string // containers with any probe, in pod spec order
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated
@@ -125,7 +128,9 @@ func New(o Options) (*Manager, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "probed_pods"}),
-		liveness:  results.NewManager(),
+		// Nothing consumes liveness results as updates: the worker kills on
+		// its own. A cache reports nothing, so nothing piles up per instance.
+		liveness:  results.NewCache(),
 		readiness: results.NewManager(),
 		startup:   results.NewManager(),
 		pods:      map[types.UID]*podEntry{},

@@ -103,25 +103,27 @@ func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType,
 	if msg, bad := e.invalid[k]; bad {
 		return &status.ProbeInput{Invalid: true, InvalidMessage: msg}
 	}
-	w := e.workers[k]
-	if w == nil {
+	_, live := e.workers[k]
+	if _, ended := e.ended[k]; !live && !ended {
 		return nil
 	}
 	in := &status.ProbeInput{}
 	if cs != nil && cs.ContainerID != "" {
-		in.Result, in.Known = m.resultsFor(t).Get(cs.ContainerID)
+		var v results.Value
+		v, in.Known = m.resultsFor(t).Get(cs.ContainerID)
+		in.Result, in.Output, in.Probed = v.Result, v.Output, v.Probed
 		if !in.Known {
 			if seed := seedFor(e.seeds[name], t); seed != nil {
 				in.Result, in.Known = seed(cs.ContainerID)
+				in.Probed = in.Known
 			}
 		}
 	}
-	if h := w.Snapshot().History; len(h) > 0 {
-		last := h[len(h)-1]
-		in.Output = last.Output
-		if last.Error != "" {
-			in.Output = last.Error
-		}
+	if !live && t == prober.Startup && !in.Known {
+		// The startup worker ended with Success on the pod's deletion and
+		// took its result along; as in the kubelet, a container without a
+		// startup worker counts as started.
+		in.Known, in.Result = true, results.Success
 	}
 	return in
 }

@@ -211,7 +211,7 @@ func TestWorkloadGuardEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		workloads = restartguard.NewWorkloads(owned, nil)
+		workloads = restartguard.NewWorkloads(owned, nil, 0, nil)
 		o.Killer = &restartguard.Killer{Inner: inner, Workloads: workloads, Recorder: rec}
 		o.Liveness = workloads
 	})

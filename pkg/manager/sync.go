@@ -54,6 +54,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 			key:     status.PodKey{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			workers: map[probeKey]*worker.Worker{},
 			specs:   map[probeKey]DeclaredProbe{},
+			ended:   map[probeKey]DeclaredProbe{},
 			// Read once, when probed first sees the pod: the results it had
 			// before a restart of probed.
 			seeds: status.Seeds(pod),
@@ -72,7 +73,48 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		m.reportProblems(pod, problems)
 	}
 	m.updateStatus(pod.UID)
+	m.triggerNotReady(pod)
 	return nil
+}
+
+// triggerNotReady is the kubelet's readiness trigger (UpdatePodStatus, on
+// every pod sync): a started, running container whose readiness result for
+// this instance is not Success gets its readiness probe run now, so that a
+// new or restarted container does not wait for its worker's next tick. A
+// result probed established before it restarted counts as Success.
+func (m *Manager) triggerNotReady(pod *v1.Pod) {
+	type candidate struct {
+		w    *worker.Worker
+		cs   *v1.ContainerStatus
+		seed func(string) (results.Result, bool)
+	}
+	var cands []candidate
+	m.mu.Lock()
+	if e := m.pods[pod.UID]; e != nil {
+		for _, cs := range allStatuses(pod) {
+			if cs.State.Running == nil || cs.ContainerID == "" {
+				continue
+			}
+			if w := e.workers[probeKey{cs.Name, prober.Readiness}]; w != nil {
+				cands = append(cands, candidate{w, &cs, seedFor(e.seeds[cs.Name], prober.Readiness)})
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range cands {
+		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success {
+			continue
+		}
+		if c.seed != nil {
+			if r, ok := c.seed(c.cs.ContainerID); ok && r == results.Success {
+				continue
+			}
+		}
+		if !m.started(pod, c.cs) {
+			continue
+		}
+		c.w.Trigger()
+	}
 }
 
 // reconcileWorkersLocked starts, keeps or replaces workers. An unchanged probe
@@ -115,8 +157,21 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		}
 	}
 	for k, d := range want {
-		if _, ok := e.workers[k]; !ok {
-			m.startWorkerLocked(ctx, pod, e, d, nil)
+		if _, ok := e.workers[k]; ok {
+			continue
+		}
+		// A worker that ended on its own (its container will not run again,
+		// or the pod is being deleted) stays ended, as in the kubelet, which
+		// adds a pod's workers once; only an edit of its probe starts it anew.
+		if ended, ok := e.ended[k]; ok && ProbeSpecEqual(d.Probe, ended.Probe) && d.KeepAlive == ended.KeepAlive {
+			continue
+		}
+		delete(e.ended, k)
+		m.startWorkerLocked(ctx, pod, e, d, nil)
+	}
+	for k := range e.ended {
+		if _, ok := want[k]; !ok {
+			delete(e.ended, k)
 		}
 	}
 }
@@ -189,6 +244,10 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 	m.mu.Lock()
 	if e := m.pods[uid]; e != nil && e.workers[k] == w {
 		delete(e.workers, k)
+		if d, ok := e.specs[k]; ok {
+			e.ended[k] = d
+		}
+		delete(e.specs, k)
 	}
 	m.mu.Unlock()
 	if ctx.Err() != nil {
@@ -222,28 +281,29 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	klog.V(2).InfoS("Stopped probing pod", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", uid)
 }
 
-// started is probed's own "started" (contract §2): the startup probe's
-// success for the current instance where probed runs one, else running.
+// started is probed's own "started" (contract §2), by the kubelet's rule
+// (UpdatePodStatus): a running container whose startup result for this
+// instance is Success; without a result, started unless a startup worker
+// exists. So a container with no probed startup probe is started once it
+// runs, and so is one whose startup worker ended (the pod is being deleted).
 func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	if cs == nil || cs.State.Running == nil {
 		return false
 	}
-	m.mu.Lock()
-	e := m.pods[pod.UID]
-	hasStartup := false
-	if e != nil {
-		k := probeKey{cs.Name, prober.Startup}
-		_, hasStartup = e.specs[k]
-		// An invalid startup probe still gates: the user asked for one.
-		_, invalid := e.invalid[k]
-		hasStartup = hasStartup || invalid
+	if v, ok := m.startup.Get(cs.ContainerID); ok {
+		return v.Result == results.Success
 	}
-	m.mu.Unlock()
-	if !hasStartup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pods[pod.UID]
+	if e == nil {
 		return true
 	}
-	r, ok := m.startup.Get(cs.ContainerID)
-	return ok && r == results.Success
+	k := probeKey{cs.Name, prober.Startup}
+	_, exists := e.workers[k]
+	// An invalid startup probe still gates: the user asked for one.
+	_, invalid := e.invalid[k]
+	return !exists && !invalid
 }
 
 // gcLoop sweeps workers of pods that left the cache without a delete event

@@ -31,6 +31,10 @@ func execProbe(ctx context.Context, runner CommandRunner, action *v1.ExecAction,
 		out = out[:MaxOutputBytes]
 	}
 	if err != nil {
+		if isThrottled(err) {
+			// probed's own exec cap: the command never ran.
+			return Unknown, "", err
+		}
 		if isTimeout(err) {
 			// Kubelet 1.33 text, from the CRI client's ErrCommandTimedOut.
 			return Failure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout), nil
@@ -51,4 +55,12 @@ func execProbe(ctx context.Context, runner CommandRunner, action *v1.ExecAction,
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+// isThrottled reports whether err says the probe was held back by probed's
+// own limits (the per-node exec cap), so that it says nothing about the
+// container: it is not retried, raises no event, and the worker discards it.
+func isThrottled(err error) bool {
+	var t interface{ Throttled() bool }
+	return errors.As(err, &t) && t.Throttled()
 }

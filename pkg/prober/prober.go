@@ -61,7 +61,9 @@ func New(runner CommandRunner, opts Options) *Prober {
 //   - Success: Success, no event;
 //   - Warning: Success, with a ProbeWarning event "<Type> probe warning: <output>";
 //   - Failure: Failure, with an Unhealthy event "<Type> probe failed: <output>";
-//   - Unknown without an error: Failure, no event.
+//   - Unknown without an error: Failure, no event;
+//   - the exec was throttled by probed's own exec cap: the error, no event,
+//     no retry (the caller discards it).
 //
 // A nil spec means there is no probe, which the kubelet counts as Success.
 // If ctx ends during the probe the caller is going away: Probe then returns
@@ -84,6 +86,11 @@ func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe,
 // judge maps a handler outcome to a container result and its event, as the
 // kubelet's prober.probe does.
 func judge(probeType ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
+	if err != nil && isThrottled(err) {
+		// Not the container's doing: no event on its pod; the worker logs
+		// and discards it, and the runtime's metrics count it.
+		return results.Failure, output, err
+	}
 	if err != nil {
 		klog.V(1).InfoS("Probe errored", "probeType", probeType, "containerID", containerID, "result", result, "err", err)
 		emit(events, v1.EventTypeWarning, ReasonUnhealthy,
@@ -120,8 +127,9 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 	)
 	for range maxProbeRetries {
 		result, output, err = p.runOnce(ctx, spec, target)
-		// A refusal by the host policy would only be refused again.
-		if err == nil || ctx.Err() != nil || isRefused(err) {
+		// A refusal by the host policy would only be refused again; a
+		// throttled exec would only queue again.
+		if err == nil || ctx.Err() != nil || isRefused(err) || isThrottled(err) {
 			break
 		}
 	}

@@ -21,6 +21,7 @@ func execSpec(cmd ...string) *v1.Probe {
 // TestProbeRetries: only handler errors are retried, at most 3 tries in all.
 func TestProbeRetries(t *testing.T) {
 	boom := errors.New("runtime unavailable")
+	slotTimeout := throttledError{}
 	cases := []struct {
 		name       string
 		fn         func(call int) ([]byte, int, error)
@@ -52,6 +53,16 @@ func TestProbeRetries(t *testing.T) {
 			wantResult: results.Failure,
 			wantOutput: `command timed out: "check" timed out after 3s`,
 			wantEvents: []event{{v1.EventTypeWarning, "Unhealthy", `Liveness probe failed: command timed out: "check" timed out after 3s`}},
+		},
+		{
+			// probed's own exec cap held the command back: not the
+			// container's failure, so no retry, no event, and an error the
+			// worker discards.
+			name:       "exec slot timeout is an error, not retried, no event",
+			fn:         func(int) ([]byte, int, error) { return nil, -1, slotTimeout },
+			wantCalls:  1,
+			wantResult: results.Failure,
+			wantErr:    slotTimeout,
 		},
 		{
 			name:       "error retried three times",
@@ -108,6 +119,12 @@ func TestProbeRetries(t *testing.T) {
 		})
 	}
 }
+
+// throttledError is how pkg/cri says an exec never got a slot.
+type throttledError struct{}
+
+func (throttledError) Error() string   { return "no exec slot free within 3s" }
+func (throttledError) Throttled() bool { return true }
 
 // TestJudge covers the kubelet's mapping of every handler outcome, including
 // Unknown without an error, which no built-in handler produces.

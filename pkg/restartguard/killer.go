@@ -45,6 +45,10 @@ type DeferredError struct {
 
 func (e *DeferredError) Error() string { return "restart deferred: " + e.Message }
 
+// Deferred marks a designed pause for the worker, which counts it under its
+// own outcome rather than as a failed kill.
+func (e *DeferredError) Deferred() bool { return true }
+
 // AsDeferred returns err's *DeferredError, if it is one.
 func AsDeferred(err error) (*DeferredError, bool) {
 	var d *DeferredError

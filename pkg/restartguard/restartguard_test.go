@@ -134,7 +134,7 @@ func newPods() *pods { return &pods{by: map[types.UID][]*v1.Pod{}} }
 func TestWorkloadGuardDecisions(t *testing.T) {
 	ps := newPods()
 	reg := prometheus.NewRegistry()
-	w := NewWorkloads(ps.owned, NewMetrics(reg))
+	w := NewWorkloads(ps.owned, NewMetrics(reg), 0, nil)
 	var web []*v1.Pod
 	for _, n := range []string{"web-1", "web-2", "web-3", "web-4"} {
 		web = append(web, ps.add(rsPod(n)))
@@ -189,7 +189,7 @@ func TestWorkloadGuardDecisions(t *testing.T) {
 
 func TestWorkloadGuardScope(t *testing.T) {
 	ps := newPods()
-	w := NewWorkloads(ps.owned, nil)
+	w := NewWorkloads(ps.owned, nil, 0, nil)
 	// Pods of no controller, or of one that is not a ReplicaSet, StatefulSet
 	// or DaemonSet of apps/v1, are not guarded.
 	for _, p := range []*v1.Pod{
@@ -369,7 +369,7 @@ func TestKillerWorkloadGuard(t *testing.T) {
 	inner := &fakeKiller{}
 	rec := &recorder{}
 	m := NewMetrics(prometheus.NewRegistry())
-	k := &Killer{Inner: inner, Budget: NewBudget(10, clk), Workloads: NewWorkloads(ps.owned, m), Recorder: rec, Metrics: m, Clock: clk}
+	k := &Killer{Inner: inner, Budget: NewBudget(10, clk), Workloads: NewWorkloads(ps.owned, m, 0, nil), Recorder: rec, Metrics: m, Clock: clk}
 	web := []*v1.Pod{ps.add(rsPod("web-1")), ps.add(rsPod("web-2")), ps.add(rsPod("web-3"))}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
@@ -414,6 +414,51 @@ func TestKillerWorkloadGuard(t *testing.T) {
 	}
 }
 
+// The first restarted replica never recovers, so half the workload keeps
+// counting as failing: without a bound the guard would hold the others'
+// kills forever, where the kubelet restarts them. After maxPause the kills
+// go ahead; the pause ends when the majority does, and a later majority
+// starts a new, again bounded, pause.
+func TestWorkloadGuardPauseIsBounded(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	ps := newPods()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	w := NewWorkloads(ps.owned, m, 5*time.Minute, clk)
+	web := []*v1.Pod{ps.add(rsPod("web-1")), ps.add(rsPod("web-2")), ps.add(rsPod("web-3"))}
+
+	if d := w.Failing(web[0], "app"); d.Paused {
+		t.Fatalf("first failure paused: %+v", d)
+	}
+	if d := w.Failing(web[1], "app"); !d.Paused || d.Expired {
+		t.Fatalf("majority not paused: %+v", d)
+	}
+	clk.Step(5*time.Minute - time.Second)
+	if d := w.Failing(web[1], "app"); !d.Paused {
+		t.Fatalf("released before maxPause: %+v", d)
+	}
+	clk.Step(time.Second)
+	d := w.Failing(web[1], "app")
+	if d.Paused || !d.Expired {
+		t.Fatalf("still paused after maxPause: %+v", d)
+	}
+	if got := testutil.ToFloat64(m.paused); got != 0 || len(w.Paused()) != 0 {
+		t.Errorf("an expired pause counts as paused (gauge %v, %v)", got, w.Paused())
+	}
+	if d := w.Failing(web[2], "app"); d.Paused || !d.Expired {
+		t.Fatalf("another replica held after maxPause: %+v", d)
+	}
+	// Everyone recovers: the pause is over, and the next majority starts a
+	// fresh one.
+	for _, p := range web {
+		w.LivenessPassed(p.UID, "app")
+	}
+	w.Failing(web[0], "app")
+	if d := w.Failing(web[1], "app"); !d.Paused || d.Expired {
+		t.Fatalf("a new majority after recovery: %+v; want a fresh pause", d)
+	}
+}
+
 func TestAsDeferred(t *testing.T) {
 	if _, ok := AsDeferred(errors.New("x")); ok {
 		t.Error("plain error taken for a deferral")
@@ -421,6 +466,12 @@ func TestAsDeferred(t *testing.T) {
 	wrapped := errors.Join(errors.New("ctx"), &DeferredError{Reason: DeferBudget, Message: "m"})
 	if d, ok := AsDeferred(wrapped); !ok || d.Reason != DeferBudget {
 		t.Errorf("wrapped deferral not found: %v", wrapped)
+	}
+	// The worker, which cannot import this package, tells a deferral by
+	// its Deferred method.
+	var marked interface{ Deferred() bool }
+	if !errors.As(wrapped, &marked) || !marked.Deferred() {
+		t.Error("a deferral does not say Deferred()")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Workload is the controller of a guarded pod.
@@ -93,6 +95,9 @@ type Decision struct {
 	Failing, Total int
 	// Paused: more than half of them are failing; no kill.
 	Paused bool
+	// Expired: more than half are failing, but the workload has been
+	// paused for the longest allowed; the kill goes ahead.
+	Expired bool
 }
 
 // Message is the RestartsPaused event text.
@@ -117,15 +122,33 @@ func (d Decision) Message() string {
 // StatefulSet or DaemonSet, are not guarded: pausing their only replica's
 // restart would protect nothing.
 //
+// A pause is bounded: once a workload has been paused for maxPause (say its
+// first restarted replica never recovers, so it never stops counting as
+// failing), its kills go ahead as under the kubelet, until fewer than half
+// of its pods fail and a later majority starts a new pause.
+//
 // It is safe for concurrent use.
 type Workloads struct {
-	owned   OwnedPods
-	metrics *Metrics
+	owned    OwnedPods
+	metrics  *Metrics
+	maxPause time.Duration
+	clock    clock.PassiveClock
 
 	mu      sync.Mutex
 	failing map[types.UID]*failingPod
-	paused  map[types.UID]Workload
+	paused  map[types.UID]pause
 }
+
+// pause is one workload's ongoing pause.
+type pause struct {
+	workload Workload
+	since    time.Time
+	// expired: held for maxPause; its kills go ahead.
+	expired bool
+}
+
+// DefaultMaxPause bounds a workload guard pause (--liveness-workload-guard-max-pause).
+const DefaultMaxPause = 10 * time.Minute
 
 type failingPod struct {
 	workload   Workload
@@ -133,13 +156,22 @@ type failingPod struct {
 }
 
 // NewWorkloads returns a guard reading pods through owned (see
-// IndexByController). metrics may be nil.
-func NewWorkloads(owned OwnedPods, metrics *Metrics) *Workloads {
+// IndexByController) whose pauses last at most maxPause (DefaultMaxPause
+// when <= 0). metrics may be nil; clk nil is the real clock.
+func NewWorkloads(owned OwnedPods, metrics *Metrics, maxPause time.Duration, clk clock.PassiveClock) *Workloads {
+	if maxPause <= 0 {
+		maxPause = DefaultMaxPause
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	return &Workloads{
-		owned:   owned,
-		metrics: metrics,
-		failing: map[types.UID]*failingPod{},
-		paused:  map[types.UID]Workload{},
+		owned:    owned,
+		metrics:  metrics,
+		maxPause: maxPause,
+		clock:    clk,
+		failing:  map[types.UID]*failingPod{},
+		paused:   map[types.UID]pause{},
 	}
 }
 
@@ -194,8 +226,10 @@ func (w *Workloads) Paused() []Workload {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]Workload, 0, len(w.paused))
-	for _, wl := range w.paused {
-		out = append(out, wl)
+	for _, p := range w.paused {
+		if !p.expired {
+			out = append(out, p.workload)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
@@ -224,18 +258,36 @@ func (w *Workloads) decideLocked(wl Workload, self *v1.Pod) Decision {
 		d.Failing++
 	}
 	d.Guarded = d.Total >= 2
-	d.Paused = d.Guarded && d.Failing*2 > d.Total
-	_, was := w.paused[wl.UID]
+	majority := d.Guarded && d.Failing*2 > d.Total
+	p, was := w.paused[wl.UID]
 	switch {
-	case d.Paused && !was:
-		w.paused[wl.UID] = wl
-		klog.InfoS("Pausing liveness restarts: most of the workload's pods on this node are failing", "workload", wl.String(), "failing", d.Failing, "total", d.Total)
-	case !d.Paused && was:
+	case majority && !was:
+		w.paused[wl.UID] = pause{workload: wl, since: w.clock.Now()}
+		klog.InfoS("Pausing liveness restarts: most of the workload's pods on this node are failing", "workload", wl.String(), "failing", d.Failing, "total", d.Total, "maxPause", w.maxPause)
+		d.Paused = true
+	case majority && !p.expired && w.clock.Since(p.since) >= w.maxPause:
+		p.expired = true
+		w.paused[wl.UID] = p
+		klog.InfoS("Liveness restarts paused for the longest allowed; restarting as the kubelet would", "workload", wl.String(), "failing", d.Failing, "total", d.Total, "pausedFor", w.clock.Since(p.since).Round(time.Second))
+		d.Expired = true
+	case majority:
+		d.Paused, d.Expired = !p.expired, p.expired
+	case was:
 		delete(w.paused, wl.UID)
 		klog.InfoS("Resuming liveness restarts", "workload", wl.String(), "failing", d.Failing, "total", d.Total)
 	}
-	w.metrics.setPaused(len(w.paused))
+	w.metrics.setPaused(w.activePausesLocked())
 	return d
+}
+
+func (w *Workloads) activePausesLocked() int {
+	n := 0
+	for _, p := range w.paused {
+		if !p.expired {
+			n++
+		}
+	}
+	return n
 }
 
 func active(p *v1.Pod) bool {

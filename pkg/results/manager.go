@@ -7,6 +7,19 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Value is a published result and what decided it.
+type Value struct {
+	Result Result
+	// Output is the output, or error text, of the probe whose result
+	// decided Value; it travels with the result so that a condition's
+	// message always belongs to the result that set it.
+	Output string
+	// Probed: a probe decided the result. False for the initial value of a
+	// new container instance and for results set without a probe (the
+	// container stopped, the pod is being deleted).
+	Probed bool
+}
+
 // Update is the latest result of one container instance.
 type Update struct {
 	ContainerID string
@@ -18,12 +31,16 @@ type Update struct {
 //
 // It promises that:
 //   - Set never blocks, however slow the consumer;
-//   - a change is reported once, only when the result differs from the cached one;
-//   - a consumer that falls behind sees the latest result per container, not every step.
+//   - a change is reported once, only when the result, or whether a probe
+//     decided it, differs from the cached one; a repeat of the same result
+//     keeps the output of the probe that first decided it;
+//   - a consumer that falls behind sees the latest result per container, not every step;
+//   - a cache made by NewCache reports nothing and so holds nothing but
+//     the results themselves.
 type Manager interface {
-	Get(containerID string) (Result, bool)
-	// Set caches the result and queues an update if it changed.
-	Set(containerID string, result Result, pod *v1.Pod)
+	Get(containerID string) (Value, bool)
+	// Set caches the value and queues an update if it changed.
+	Set(containerID string, v Value, pod *v1.Pod)
 	// Remove forgets the container. It queues no update.
 	Remove(containerID string)
 	// Updates is signalled (coalesced) whenever Drain has something to return.
@@ -33,36 +50,48 @@ type Manager interface {
 }
 
 type manager struct {
+	// report: changes are queued for Drain; false for a NewCache.
+	report  bool
 	mu      sync.RWMutex
-	cache   map[string]Result
+	cache   map[string]Value
 	pending map[string]Update
 	order   []string
 	signal  chan struct{}
 }
 
-// NewManager returns an empty Manager.
+// NewManager returns an empty Manager that reports changes.
 func NewManager() Manager {
 	return &manager{
-		cache:   map[string]Result{},
+		report:  true,
+		cache:   map[string]Value{},
 		pending: map[string]Update{},
 		signal:  make(chan struct{}, 1),
 	}
 }
 
-func (m *manager) Get(id string) (Result, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	r, ok := m.cache[id]
-	return r, ok
+// NewCache returns an empty Manager for results nobody consumes as updates
+// (liveness: its worker acts on its own results). Updates never fires and
+// Drain returns nil, so nothing accumulates per container instance.
+func NewCache() Manager {
+	return &manager{cache: map[string]Value{}, signal: make(chan struct{})}
 }
 
-func (m *manager) Set(id string, result Result, pod *v1.Pod) {
+func (m *manager) Get(id string) (Value, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	v, ok := m.cache[id]
+	return v, ok
+}
+
+func same(a, b Value) bool { return a.Result == b.Result && a.Probed == b.Probed }
+
+func (m *manager) Set(id string, v Value, pod *v1.Pod) {
 	// Most calls repeat the cached result: check under the read lock so
 	// workers ticking at once do not serialise on the write lock.
 	m.mu.RLock()
 	prev, ok := m.cache[id]
 	m.mu.RUnlock()
-	if ok && prev == result {
+	if ok && same(prev, v) {
 		return
 	}
 	var uid types.UID
@@ -71,15 +100,19 @@ func (m *manager) Set(id string, result Result, pod *v1.Pod) {
 	}
 	m.mu.Lock()
 	prev, ok = m.cache[id]
-	if ok && prev == result {
+	if ok && same(prev, v) {
 		m.mu.Unlock()
 		return
 	}
-	m.cache[id] = result
+	m.cache[id] = v
+	if !m.report {
+		m.mu.Unlock()
+		return
+	}
 	if _, queued := m.pending[id]; !queued {
 		m.order = append(m.order, id)
 	}
-	m.pending[id] = Update{ContainerID: id, Result: result, PodUID: uid}
+	m.pending[id] = Update{ContainerID: id, Result: v.Result, PodUID: uid}
 	m.mu.Unlock()
 	select {
 	case m.signal <- struct{}{}:

@@ -10,6 +10,9 @@ import (
 	"github.com/probed-dev/probed/pkg/results"
 )
 
+// succeededMessage is the message of every condition a probe made True.
+const succeededMessage = "probe succeeded"
+
 // MaxMessageBytes caps every message probed writes (contract §2). Longer
 // messages are cut at a UTF-8 boundary, so they stay valid UTF-8.
 const MaxMessageBytes = 1024
@@ -27,7 +30,12 @@ type ProbeInput struct {
 	Known bool
 	// Result is the latest result (results.Success, Failure or Unknown).
 	Result results.Result
-	// Output is the last probe's output, or its error text.
+	// Probed: a probe decided Result (or did before a restart of probed).
+	// False for the kubelet's initial value of a new container instance,
+	// which is not a probe's verdict: an initial Failure is ProbePending.
+	Probed bool
+	// Output is the output, or error text, of the probe that decided a
+	// Failure. A success's output is never published.
 	Output string
 }
 
@@ -127,10 +135,12 @@ func judge(p *ProbeInput, cs *v1.ContainerStatus, running, started bool, waiting
 		return false, ReasonContainerNotRunning, notRunningMessage(cs)
 	case !started:
 		return false, ReasonWaitingForStartup, waitingMsg
-	case !p.Known || p.Result == results.Unknown:
+	case !p.Known || p.Result == results.Unknown || (p.Result == results.Failure && !p.Probed):
 		return false, ReasonProbePending, "no probe result yet for the current container instance"
 	case p.Result == results.Success:
-		return true, ReasonProbeSucceeded, TruncateMessage(p.Output)
+		// A fixed text: pod status is readable by the pod's author, and a
+		// success's body could be any internal endpoint's answer.
+		return true, ReasonProbeSucceeded, succeededMessage
 	default:
 		return false, ReasonProbeFailed, TruncateMessage(p.Output)
 	}

@@ -25,7 +25,7 @@ func terminated() *v1.ContainerStatus {
 }
 
 func known(r results.Result, out string) *ProbeInput {
-	return &ProbeInput{Known: true, Result: r, Output: out}
+	return &ProbeInput{Known: true, Probed: true, Result: r, Output: out}
 }
 
 func TestDerive(t *testing.T) {
@@ -48,7 +48,7 @@ func TestDerive(t *testing.T) {
 	}, {
 		name: "readiness success",
 		in:   ContainerInput{Name: "c", Status: running(), Readiness: success},
-		want: ContainerState{Name: "c", Started: true, HasReadiness: true, Ready: true, ReadyReason: ReasonProbeSucceeded, ReadyMessage: "ok"},
+		want: ContainerState{Name: "c", Started: true, HasReadiness: true, Ready: true, ReadyReason: ReasonProbeSucceeded, ReadyMessage: succeededMessage},
 	}, {
 		name: "readiness failure",
 		in:   ContainerInput{Name: "c", Status: running(), Readiness: failure},
@@ -57,6 +57,17 @@ func TestDerive(t *testing.T) {
 		name: "readiness not known yet",
 		in:   ContainerInput{Name: "c", Status: running(), Readiness: &ProbeInput{Result: results.Success}},
 		want: ContainerState{Name: "c", Started: true, HasReadiness: true, ReadyReason: ReasonProbePending, ReadyMessage: "no probe result yet for the current container instance"},
+	}, {
+		// The kubelet's initial Failure of a new instance is no probe's
+		// verdict: pending, not failed, and without anyone's text.
+		name: "readiness initial failure, no probe yet",
+		in:   ContainerInput{Name: "c", Status: running(), Readiness: &ProbeInput{Known: true, Result: results.Failure}},
+		want: ContainerState{Name: "c", Started: true, HasReadiness: true, ReadyReason: ReasonProbePending, ReadyMessage: "no probe result yet for the current container instance"},
+	}, {
+		// A success never publishes what the probe returned.
+		name: "readiness success with a body",
+		in:   ContainerInput{Name: "c", Status: running(), Readiness: known(results.Success, `{"secret":"internal answer"}`)},
+		want: ContainerState{Name: "c", Started: true, HasReadiness: true, Ready: true, ReadyReason: ReasonProbeSucceeded, ReadyMessage: succeededMessage},
 	}, {
 		name: "readiness unknown result",
 		in:   ContainerInput{Name: "c", Status: running(), Readiness: known(results.Unknown, "")},
@@ -88,8 +99,8 @@ func TestDerive(t *testing.T) {
 	}, {
 		name: "startup success, readiness success",
 		in:   ContainerInput{Name: "c", Status: running(), Startup: known(results.Success, ""), Readiness: success},
-		want: ContainerState{Name: "c", HasStartup: true, Started: true, StartedReason: ReasonProbeSucceeded,
-			HasReadiness: true, Ready: true, ReadyReason: ReasonProbeSucceeded, ReadyMessage: "ok"},
+		want: ContainerState{Name: "c", HasStartup: true, Started: true, StartedReason: ReasonProbeSucceeded, StartedMessage: succeededMessage,
+			HasReadiness: true, Ready: true, ReadyReason: ReasonProbeSucceeded, ReadyMessage: succeededMessage},
 	}, {
 		name: "startup pending: readiness waits for startup",
 		in:   ContainerInput{Name: "c", Status: running(), Startup: &ProbeInput{}, Readiness: success},
@@ -103,7 +114,7 @@ func TestDerive(t *testing.T) {
 	}, {
 		name: "startup only, succeeded: ready without readiness probe",
 		in:   ContainerInput{Name: "c", Status: running(), Startup: known(results.Success, "")},
-		want: ContainerState{Name: "c", HasStartup: true, Started: true, StartedReason: ReasonProbeSucceeded, Ready: true},
+		want: ContainerState{Name: "c", HasStartup: true, Started: true, StartedReason: ReasonProbeSucceeded, StartedMessage: succeededMessage, Ready: true},
 	}, {
 		name: "startup only, failed: not ready",
 		in:   ContainerInput{Name: "c", Status: running(), Startup: known(results.Failure, "")},

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -108,7 +110,7 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 		w.vlog(3, "Non-running container probed")
 		w.state = StateContainerNotRunning
 		if w.containerID != "" {
-			w.cfg.Results.Set(w.containerID, results.Failure, pod)
+			w.cfg.Results.Set(w.containerID, results.Value{Result: results.Failure}, pod)
 		}
 		// Go on unless the container will not be restarted. As in the kubelet
 		// (without the alpha ContainerRestartRules gate) only restartPolicy
@@ -130,7 +132,7 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 		if w.cfg.ProbeType == prober.Startup {
 			w.vlog(0, "Pod deletion requested before container has fully started")
 		}
-		w.cfg.Results.Set(w.containerID, results.Success, pod)
+		w.cfg.Results.Set(w.containerID, results.Value{Result: results.Success}, pod)
 		w.state = StateStopped
 		return stepStop
 	}
@@ -191,7 +193,9 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 		return true
 	}
 
-	w.cfg.Results.Set(w.containerID, result, pod)
+	// The output goes with the result, so the condition it sets carries the
+	// text of the probe that decided it.
+	w.cfg.Results.Set(w.containerID, results.Value{Result: result, Output: decidingOutput(result, output), Probed: true}, pod)
 
 	// A liveness failure means a restart: stop probing until a new container
 	// appears (probing a container being stopped can corrupt it, kubernetes
@@ -208,6 +212,30 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 	return true
 }
 
+// maxDecidingOutput bounds the output kept with a published result: more
+// than a condition message holds (1 KiB), far less than a probe may return.
+const maxDecidingOutput = 2 << 10
+
+// decidingOutput is what the results cache keeps of a deciding probe's
+// output: nothing for a success (pod status never carries a success's body
+// or output: it could be any internal endpoint's answer), else its start,
+// copied so that the probe's 10 KiB buffer is not kept alive.
+//
+//go:noinline
+func decidingOutput(r results.Result, output string) string {
+	if r == results.Success || output == "" {
+		return ""
+	}
+	if len(output) > maxDecidingOutput {
+		cut := maxDecidingOutput
+		for cut > 0 && !utf8.RuneStart(output[cut]) {
+			cut--
+		}
+		output = output[:cut]
+	}
+	return strings.Clone(output)
+}
+
 // newInstance switches the worker to a new container ID: forget the old
 // result, publish the initial one (or the seed, for the first instance), and
 // lift the hold.
@@ -217,10 +245,11 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 		w.cfg.Results.Remove(w.containerID)
 	}
 	w.containerID = id
-	initial := w.initial
+	initial := results.Value{Result: w.initial}
 	if first && w.cfg.InitialResult != nil {
 		if seed, ok := w.cfg.InitialResult(id); ok {
-			initial = seed
+			// Established by probed's probes before it restarted.
+			initial = results.Value{Result: seed, Probed: true}
 			if klog.V(3).Enabled() {
 				w.vlog(3, "Seeding probe result for a container seen before a restart", "containerID", id, "result", seed)
 			}
@@ -276,6 +305,13 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 	err := w.cfg.Killer.Kill(ctx, pod, w.cfg.Container, w.containerID, w.cfg.ProbeType, w.cfg.Spec)
 	if err != nil {
 		w.killPending = true
+		if isDeferred(err) {
+			// A designed pause (restart budget, workload guard), reported by
+			// the guard itself: not a failure to stop the container.
+			w.cfg.Metrics.countKill(&w.series, KillOutcomeDeferred)
+			w.vlog(2, "Container restart deferred; will retry", "containerID", w.containerID, "reason", err)
+			return
+		}
 		w.cfg.Metrics.countKill(&w.series, KillOutcomeError)
 		klog.ErrorS(err, "Failed to stop container after probe failure; will retry", w.logKV("containerID", w.containerID)...)
 		return
@@ -283,6 +319,13 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 	w.killPending = false
 	w.cfg.Metrics.countKill(&w.series, KillOutcomeSuccess)
 	klog.InfoS("Stopped container after probe failure", w.logKV("containerID", w.containerID)...)
+}
+
+// isDeferred reports whether a Killer held a kill back on purpose
+// (restartguard.DeferredError says Deferred()).
+func isDeferred(err error) bool {
+	var d interface{ Deferred() bool }
+	return errors.As(err, &d) && d.Deferred()
 }
 
 // isStarted is probed's notion of "started" for this container instance.

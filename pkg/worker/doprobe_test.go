@@ -13,6 +13,9 @@ import (
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 var allTypes = []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
@@ -117,7 +120,7 @@ func TestDoProbe(t *testing.T) {
 				if set != want.set {
 					t.Fatalf("result set = %v, want %v", set, want.set)
 				}
-				if set && got != want.result {
+				if set && got.Result != want.result {
 					t.Errorf("result = %v, want %v", got, want.result)
 				}
 				if probed := e.prober.count() > 0; probed != want.probed {
@@ -576,6 +579,32 @@ func TestKillErrorIsRetriedWhileRunning(t *testing.T) {
 	}
 }
 
+// deferral is how pkg/restartguard says it held a kill back on purpose.
+type deferral struct{}
+
+func (deferral) Error() string  { return "restart deferred: budget spent" }
+func (deferral) Deferred() bool { return true }
+
+// A kill the restart guard holds back by design is retried like a failed
+// one, but counted under its own outcome, so the ProbedContainerKillsFailing
+// alert (outcome="error") does not fire on a designed pause.
+func TestDeferredKillIsNotAnError(t *testing.T) {
+	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	e.pods.set(runningPod(epoch))
+	e.prober.set(results.Failure)
+	e.killer.err = fmt.Errorf("wrapped: %w", deferral{})
+	expectContinue(t, w, "failure at threshold")
+	expectContinue(t, w, "retry while deferred")
+	if n := len(e.killer.calls()); n != 2 {
+		t.Fatalf("kill attempts = %d, want 2", n)
+	}
+	for outcome, want := range map[string]float64{KillOutcomeDeferred: 2, KillOutcomeError: 0, KillOutcomeSuccess: 0} {
+		if got := testutil.ToFloat64(e.metrics.kills.WithLabelValues("Liveness", outcome)); got != want {
+			t.Errorf("kills{outcome=%s} = %v, want %v", outcome, got, want)
+		}
+	}
+}
+
 // A kill that failed (or was deferred) is not retried once the pod is being
 // deleted: the kubelet is stopping the container already.
 func TestPendingKillDroppedOnPodDeletion(t *testing.T) {
@@ -633,3 +662,48 @@ type epochClock struct{}
 
 func (epochClock) Now() time.Time                  { return epoch }
 func (epochClock) Since(t time.Time) time.Duration { return epoch.Sub(t) }
+
+// The result a worker publishes carries the output of the probe that
+// decided it: a readiness probe that fails from its first run publishes its
+// output with the failure (the initial Failure had none), repeats keep the
+// deciding probe's text, and the flip back to success carries no text at
+// all (a success's output never reaches pod status).
+func TestPublishedResultCarriesTheDecidingOutput(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 1})
+	e.pods.set(runningPod(epoch.Add(-time.Minute)))
+	e.prober.mu.Lock()
+	e.prober.result, e.prober.output = results.Failure, "first failure"
+	e.prober.mu.Unlock()
+
+	expectContinue(t, w, "first probe")
+	v, _ := e.results.Get(testID)
+	if v.Result != results.Failure || !v.Probed || v.Output != "first failure" {
+		t.Fatalf("after the first failing probe: %+v; want its output with the failure", v)
+	}
+	e.prober.mu.Lock()
+	e.prober.output = "second failure"
+	e.prober.mu.Unlock()
+	expectContinue(t, w, "second probe")
+	if v, _ := e.results.Get(testID); v.Output != "first failure" {
+		t.Errorf("after a repeated failure: output %q; want the deciding probe's", v.Output)
+	}
+	e.prober.mu.Lock()
+	e.prober.result, e.prober.output = results.Success, "a body that must not be published"
+	e.prober.mu.Unlock()
+	expectContinue(t, w, "third probe")
+	if v, _ := e.results.Get(testID); v.Result != results.Success || v.Output != "" {
+		t.Errorf("after the flip to success: %+v; want Success with no text", v)
+	}
+}
+
+// The kept text is bounded and does not pin the probe's 10 KiB output.
+func TestDecidingOutputIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 3000) // 6,000 bytes, 2-byte runes
+	got := decidingOutput(results.Failure, long)
+	if len(got) > maxDecidingOutput || !utf8.ValidString(got) || !strings.HasPrefix(long, got) {
+		t.Errorf("decidingOutput kept %d bytes (valid UTF-8: %v)", len(got), utf8.ValidString(got))
+	}
+	if unsafe.StringData(got) == unsafe.StringData(long) {
+		t.Error("the kept text shares the probe output's memory")
+	}
+}

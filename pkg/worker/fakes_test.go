@@ -296,16 +296,17 @@ func withID(pod *v1.Pod, id string) *v1.Pod {
 
 func (e *env) result(t *testing.T, id string) (results.Result, bool) {
 	t.Helper()
-	return e.results.Get(id)
+	v, ok := e.results.Get(id)
+	return v.Result, ok
 }
 
 func expectResult(t *testing.T, e *env, id string, want results.Result, msg string) {
 	t.Helper()
-	got, ok := e.results.Get(id)
+	v, ok := e.results.Get(id)
 	if !ok {
 		t.Fatalf("%s: no result cached for %s, want %v", msg, id, want)
 	}
-	if got != want {
+	if got := v.Result; got != want {
 		t.Fatalf("%s: result = %v, want %v", msg, got, want)
 	}
 }

@@ -12,6 +12,9 @@ import (
 const (
 	KillOutcomeSuccess = "success"
 	KillOutcomeError   = "error"
+	// KillOutcomeDeferred: held back by the restart budget or the workload
+	// guard, by design; retried later.
+	KillOutcomeDeferred = "deferred"
 )
 
 // Metrics holds the worker metrics. Create one per registry with NewMetrics;
@@ -103,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	}, []string{"probe_type"})
 	m.kills = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "probed_container_kills_total",
-		Help: "Containers stopped after failing a liveness or startup probe, by outcome (success or error).",
+		Help: "Containers stopped after failing a liveness or startup probe, by outcome (success, error, or deferred by the restart budget or the workload guard).",
 	}, []string{"probe_type", "outcome"})
 	// The node-level counters and gauges start at zero for every probe type
 	// (and kill outcome), so they are on /metrics from the start: rate() and
@@ -115,6 +118,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 		if t != prober.Readiness {
 			m.kills.WithLabelValues(t.String(), KillOutcomeSuccess)
 			m.kills.WithLabelValues(t.String(), KillOutcomeError)
+			m.kills.WithLabelValues(t.String(), KillOutcomeDeferred)
 		}
 	}
 	if reg != nil {

@@ -41,7 +41,7 @@ func TestMetricsNodeSeriesStartAtZero(t *testing.T) {
 	for name, want := range map[string]int{
 		"probed_workers":               3, // Liveness, Readiness, Startup
 		"probed_probe_panics_total":    3,
-		"probed_container_kills_total": 4, // Liveness and Startup × success, error
+		"probed_container_kills_total": 6, // Liveness and Startup × success, error, deferred
 		"prober_probe_total":           0, // per pod: only with a worker
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {

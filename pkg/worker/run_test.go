@@ -150,6 +150,36 @@ func TestTriggerEndsJitter(t *testing.T) {
 	}
 }
 
+// A trigger that comes before Run (the manager saw the container running
+// when it created the worker) is the worker's first probe: at once, without
+// a start-up jitter, and once, not twice.
+func TestTriggerBeforeRunIsTheFirstProbe(t *testing.T) {
+	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
+		c.DaemonStart = epoch // would jitter
+		c.Rand = func() float64 { return 0.9 }
+	})
+	e.pods.set(runningPod(epoch))
+	w.Trigger()
+	start(t, w)
+	if d := recv(t, e.clock.armed, "ticker"); d != 60*time.Second {
+		t.Fatalf("armed %v; want the 60s ticker, no jitter", d)
+	}
+	if at := recv(t, e.prober.calls, "first probe"); !at.Equal(epoch) {
+		t.Fatalf("first probe at +%v, want at once", at.Sub(epoch))
+	}
+	// The trigger's token is spent: nothing runs until the next tick.
+	e.clock.Step(59 * time.Second)
+	select {
+	case at := <-e.prober.calls:
+		t.Fatalf("a second probe at +%v for one trigger", at.Sub(epoch))
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.clock.Step(time.Second)
+	if at := recv(t, e.prober.calls, "periodic probe"); !at.Equal(epoch.Add(60 * time.Second)) {
+		t.Fatalf("periodic probe at +%v", at.Sub(epoch))
+	}
+}
+
 func TestStopDuringJitter(t *testing.T) {
 	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
 	e.pods.set(runningPod(epoch))

@@ -71,8 +71,8 @@ func (w *Worker) Snapshot() Snapshot {
 	// The summary is built on demand: few read it, every worker would hold it.
 	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), SpecSummary(w.cfg.Spec)
 	if s.ContainerID != "" && w.cfg.Results != nil {
-		if r, ok := w.cfg.Results.Get(s.ContainerID); ok {
-			s.Published = resultWord(r)
+		if v, ok := w.cfg.Results.Get(s.ContainerID); ok {
+			s.Published = resultWord(v.Result)
 		}
 	}
 	return s

@@ -201,9 +201,11 @@ func (w *Worker) start(ctx context.Context) bool {
 		period = defaultPeriod
 	}
 	// After a restart of probed every worker starts at once; spread them over
-	// a period, as the kubelet does after its own restart.
+	// a period, as the kubelet does after its own restart. A trigger that
+	// came before the start asks for the probe this start runs anyway.
+	triggered := w.trigReq.Swap(false)
 	var jitter time.Duration
-	if period > w.cfg.Clock.Since(w.cfg.DaemonStart) {
+	if !triggered && period > w.cfg.Clock.Since(w.cfg.DaemonStart) {
 		jitter = time.Duration(w.cfg.Rand() * float64(period))
 	}
 	w.sched.add(w, jitter, period)

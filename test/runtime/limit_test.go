@@ -5,14 +5,18 @@ package runtimetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -108,4 +112,75 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ma
 		}
 	}
 	return 0
+}
+
+// TestHungExecsNeverFailAHealthyLiveness is issue 11's scenario: ten exec
+// probes hang in their containers and hold every exec slot of the node; a
+// healthy container's exec liveness probe at failureThreshold 1 queues
+// behind them. Its waits run out in the queue, and that is probed's own
+// limit, never the container's failure: no kill, no Killing event, the
+// container keeps running, and the skipped runs are counted.
+func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
+	const slots = 10
+	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
+		h := need(t)
+		hung := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
+		healthy := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
+		reg := prometheus.NewRegistry()
+		l := cri.NewLimited(rt, slots, cri.NewMetrics(reg))
+
+		ctx, release := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		defer func() { release(); wg.Wait() }()
+		for range slots {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, _ = l.ExecInContainer(ctx, hung.RuntimeID(), []string{"sleep", "300"}, 5*time.Minute)
+			}()
+		}
+		poll(t, "every exec slot held by a hung exec", 30*time.Second, func() bool {
+			return gaugeValue(t, reg, "probed_runtime_exec_in_flight") == slots
+		})
+
+		w, _, events, stop := startLivenessWorker(l, "queued", healthy.RuntimeID(), &v1.Probe{
+			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+		})
+		defer stop()
+		name := cri.RuntimeName(rt)
+		queued := func() float64 {
+			return counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeQueueTimeout})
+		}
+		// Three runs skipped in the queue, or (the bug) a kill.
+		poll(t, "three probes skipped in the queue", 30*time.Second, func() bool { return queued() >= 3 || events.has("Killing") })
+
+		if events.has("Killing") || events.has("Unhealthy") {
+			t.Errorf("a probe that never got an exec slot reached the container's pod: %v", events.events)
+		}
+		st, err := h.ContainerState(context.Background(), healthy.ID)
+		if err != nil || st != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("healthy container state = %v, %v; want running", st, err)
+		}
+		s := w.Snapshot()
+		if s.State == worker.StateOnHold || s.LastResult != "" {
+			t.Errorf("worker state %q, last counted result %q; want no counted result", s.State, s.LastResult)
+		}
+		for _, e := range s.History {
+			if e.Result != "error" || !strings.Contains(e.Error, "no exec slot free") {
+				t.Errorf("history entry %+v; want a discarded slot timeout", e)
+			}
+		}
+
+		// Once the slots free up, the probe runs and passes.
+		release()
+		wg.Wait()
+		poll(t, "a passing probe after the slots freed", 15*time.Second, func() bool {
+			s := w.Snapshot()
+			return s.LastResult == "success"
+		})
+		if events.has("Killing") {
+			t.Errorf("killed after all: %v", events.events)
+		}
+	})
 }

@@ -143,6 +143,7 @@ func run(ctx context.Context, o *options) error {
 		Liveness:    liveness,
 		Recorder:    recorder,
 		Status:      writer,
+		Seeds:       status.SeedsFor(status.Mode(o.StatusMode)),
 		Metrics:     worker.NewMetrics(reg, metricOpts...),
 		Clock:       clock.RealClock{},
 		DaemonStart: start,

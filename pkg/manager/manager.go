@@ -48,8 +48,12 @@ type Options struct {
 	// Recorder emits events; nil emits none (dry run).
 	Recorder worker.Recorder
 	Status   StatusSink
-	Metrics  *worker.Metrics
-	Clock    clock.WithTicker
+	// Seeds reads back, from a pod as the API server has it, what probed
+	// had established before it restarted (status.SeedsFor the status
+	// mode); nil is status.Seeds, probed's own conditions.
+	Seeds   func(*v1.Pod) map[string]status.Seed
+	Metrics *worker.Metrics
+	Clock   clock.WithTicker
 	// DaemonStart spreads the first probes after a restart of probed.
 	DaemonStart time.Time
 	// GCPeriod is how often workers of pods gone from the cache are swept.
@@ -112,6 +116,9 @@ func New(o Options) (*Manager, error) {
 	}
 	if o.Source == "" {
 		o.Source = ProbeSourceAnnotation
+	}
+	if o.Seeds == nil {
+		o.Seeds = status.Seeds
 	}
 	err := o.Informer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*v1.Pod); ok {

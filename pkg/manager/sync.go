@@ -57,7 +57,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 			ended:   map[probeKey]DeclaredProbe{},
 			// Read once, when probed first sees the pod: the results it had
 			// before a restart of probed.
-			seeds: status.Seeds(pod),
+			seeds: m.opts.Seeds(pod),
 		}
 		m.pods[pod.UID] = e
 		if m.byKey[key] == nil {

@@ -117,3 +117,45 @@ func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
 	}
 	return nil
 }
+
+// SeedsFromContainerStatuses is Seeds for container-status mode, where
+// probed's results live in containerStatuses[].ready and .started, not in
+// conditions of its own: a running container with a container ID is seeded
+// Ready where its ready is true and Started where its started is true. The
+// container ID comes with the values, so a seed holds only for the instance
+// the node's status reported them for; a restarted container (a new ID)
+// starts from the usual initial result.
+func SeedsFromContainerStatuses(pod *v1.Pod) map[string]Seed {
+	out := map[string]Seed{}
+	if pod == nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return out
+	}
+	t := true
+	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			cs := &list[i]
+			if cs.ContainerID == "" || cs.State.Running == nil {
+				continue
+			}
+			s := Seed{ContainerID: cs.ContainerID}
+			if cs.Ready {
+				s.Ready = &t
+			}
+			if cs.Started != nil && *cs.Started {
+				s.Started = &t
+			}
+			if s.Ready != nil || s.Started != nil {
+				out[cs.Name] = s
+			}
+		}
+	}
+	return out
+}
+
+// SeedsFor returns the seed reader of a status mode.
+func SeedsFor(m Mode) func(*v1.Pod) map[string]Seed {
+	if m == ModeContainerStatus {
+		return SeedsFromContainerStatuses
+	}
+	return Seeds
+}

@@ -165,3 +165,45 @@ func TestSeeds(t *testing.T) {
 		})
 	}
 }
+
+// In container-status mode the results probed had established are the
+// pod's own ready/started, valid for the container ID they came with.
+func TestSeedsFromContainerStatuses(t *testing.T) {
+	yes, no := true, false
+	run := v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	pod := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodRunning,
+		ContainerStatuses: []v1.ContainerStatus{
+			{Name: "ready", ContainerID: "containerd://a", Ready: true, Started: &yes, State: run},
+			{Name: "started-only", ContainerID: "containerd://b", Started: &yes, State: run},
+			{Name: "neither", ContainerID: "containerd://c", Started: &no, State: run},
+			{Name: "not-running", ContainerID: "containerd://d", Ready: true, Started: &yes,
+				State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}},
+			{Name: "no-id", Ready: true, Started: &yes, State: run},
+		},
+		InitContainerStatuses: []v1.ContainerStatus{
+			{Name: "sidecar", ContainerID: "containerd://e", Ready: true, Started: &yes, State: run},
+		},
+	}}
+	got := SeedsFromContainerStatuses(pod)
+	want := map[string]Seed{
+		"ready":        {ContainerID: "containerd://a", Ready: &yes, Started: &yes},
+		"started-only": {ContainerID: "containerd://b", Started: &yes},
+		"sidecar":      {ContainerID: "containerd://e", Ready: &yes, Started: &yes},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("seeds = %+v; want %d containers", got, len(want))
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok || g.ContainerID != w.ContainerID || (g.Ready != nil) != (w.Ready != nil) || (g.Started != nil) != (w.Started != nil) {
+			t.Errorf("%s: seed %+v; want %+v", name, g, w)
+		}
+	}
+	pod.Status.Phase = v1.PodSucceeded
+	if got := SeedsFromContainerStatuses(pod); len(got) != 0 {
+		t.Errorf("terminal pod seeded: %+v", got)
+	}
+	if SeedsFor(ModeContainerStatus)(nil) == nil || len(SeedsFor(ModeConditions)(pod)) != 0 {
+		t.Error("SeedsFor picks the wrong reader")
+	}
+}

@@ -58,6 +58,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer runtime.Close()
+	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -158,8 +159,9 @@ func run(ctx context.Context, o *options) error {
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	factory.Start(mgrCtx.Done())
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
+	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
 	go func() { defer wg.Done(); writer.Run(writerCtx) }()
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()
@@ -176,7 +178,8 @@ func run(ctx context.Context, o *options) error {
 					}
 					return nil
 				}},
-				{Name: "runtime", Fn: runtime.Ready},
+				// Unready only after a sustained outage, not on a blip.
+				{Name: "runtime", Fn: runtimeHealth.Check},
 			},
 			Probes: func() any { return mgr.Snapshots() },
 		})

@@ -70,6 +70,7 @@ type Options struct {
 type Containerd struct {
 	runDir       string
 	cgroupParent string
+	binary       string
 	pid          int
 	// exited is closed when the containerd we started has been reaped; nil
 	// for a stale one found by sweepStale.
@@ -110,7 +111,6 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 	h := &Containerd{
 		runDir:       runDir,
 		cgroupParent: cgroupParent,
-		exited:       make(chan struct{}),
 	}
 	defer func() {
 		if retErr != nil {
@@ -135,28 +135,12 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 	if err := os.WriteFile(cfg, []byte(h.configTOML()), 0o600); err != nil {
 		return nil, err
 	}
-	logFile, err := os.Create(h.LogPath())
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child holds its own descriptor
-
-	cmd := exec.Command(opts.Binary, "--config", cfg)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// Its own process group: a Ctrl-C meant for `go test` reaches us, and we stop it in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-	if err := cmd.Start(); err != nil {
-		close(h.exited)
-		return nil, fmt.Errorf("start containerd: %w", err)
-	}
-	// Not killed with us: if this process dies without Stop, the next Start sweeps it up.
-	h.pid = cmd.Process.Pid
-	go func() { _ = cmd.Wait(); close(h.exited) }()
-	if err := os.WriteFile(h.path(pidFile), []byte(strconv.Itoa(h.pid)), 0o600); err != nil {
+	h.binary = opts.Binary
+	if err := h.startDaemon(); err != nil {
 		return nil, err
 	}
 
+	var err error
 	h.conn, err = grpc.NewClient("unix://"+h.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -169,6 +153,51 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// startDaemon starts the containerd process on the run dir's config.
+func (h *Containerd) startDaemon() error {
+	logFile, err := os.OpenFile(h.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+
+	cmd := exec.Command(h.binary, "--config", h.path("config.toml"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Its own process group: a Ctrl-C meant for `go test` reaches us, and we stop it in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	exited := make(chan struct{})
+	h.exited = exited
+	if err := cmd.Start(); err != nil {
+		close(exited)
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	// Not killed with us: if this process dies without Stop, the next Start sweeps it up.
+	h.pid = cmd.Process.Pid
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return os.WriteFile(h.path(pidFile), []byte(strconv.Itoa(h.pid)), 0o600)
+}
+
+// Restart stops the containerd process (SIGTERM, as a service manager
+// would for an upgrade) and starts it again on the same state. Containers
+// keep running under their shims; containerd removes its socket on the way
+// out and creates a new one (a new inode) when it starts, which is what a
+// client holding a bind mount of the socket file cannot follow.
+func (h *Containerd) Restart(ctx context.Context) error {
+	if err := h.stopDaemon(); err != nil {
+		return err
+	}
+	if err := h.startDaemon(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := h.waitReady(ctx); err != nil {
+		return fmt.Errorf("%w; log tail:\n%s", err, h.logTail(2048))
+	}
+	return nil
 }
 
 func (o *Options) complete() error {

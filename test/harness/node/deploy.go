@@ -53,9 +53,10 @@ type deployment struct {
 // (the pod informer has synced and the runtime answers).
 //
 // The DaemonSet is applied as written except for what only this harness
-// knows: the image (IfNotPresent, never pulled); --runtime-endpoint and the
-// socket's hostPath pointing at this node's containerd (mounted at the same
-// path); --metrics-bind-address on 127.0.0.1:<ProbedMetricsPort>, with the
+// knows: the image (IfNotPresent, never pulled); --runtime-endpoint naming
+// this node's containerd, whose socket directory is mounted at the same path
+// (a directory, as the manifest mounts /run/containerd, so that a restart of
+// containerd is followed); --metrics-bind-address on 127.0.0.1:<ProbedMetricsPort>, with the
 // probes, port and scrape annotation following it; and
 // KUBERNETES_SERVICE_HOST/PORT naming the apiserver on loopback, as there is
 // no kube-proxy to route the kubernetes Service. The exec FIFO directory
@@ -173,18 +174,20 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	}
 	newSocket := strings.TrimPrefix(n.ContainerdEndpoint, "unix://")
 	c.Args = setArg(c.Args, "--runtime-endpoint", n.ContainerdEndpoint)
-	for i := range c.VolumeMounts {
-		vm := &c.VolumeMounts[i]
-		if vm.MountPath != oldSocket {
-			continue
-		}
-		vm.MountPath = newSocket
-		for j := range spec.Volumes {
-			if v := &spec.Volumes[j]; v.Name == vm.Name && v.HostPath != nil {
-				v.HostPath.Path = newSocket
-			}
+	// The manifest mounts the socket's directory (a restart of containerd
+	// replaces the socket file). It stays, for the exec FIFOs under
+	// /run/containerd/fifo; this node's socket directory is mounted beside
+	// it, the same way, at its own path.
+	oldDir, newDir := filepath.Dir(oldSocket), filepath.Dir(newSocket)
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == oldSocket {
+			return 0, fmt.Errorf("the DaemonSet mounts the socket file %s; mount its directory %s", oldSocket, oldDir)
 		}
 	}
+	dirType := corev1.HostPathDirectory
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "node-containerd-run",
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: newDir, Type: &dirType}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "node-containerd-run", MountPath: newDir})
 
 	// Metrics: on loopback, on our port.
 	oldPort := DefaultProbedMetricsPort

@@ -25,6 +25,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartguard"
@@ -98,7 +99,9 @@ func run(ctx context.Context, o *options) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
-		killer = &worker.RuntimeKiller{Runtime: runtime, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
+		// A preStop hook is part of a kill: it never queues behind probes.
+		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, Recorder: recorder})
+		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
 		if o.LivenessAction == "restart" {
 			killer = &restartguard.Killer{
 				Inner:     killer,

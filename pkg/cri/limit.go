@@ -49,6 +49,10 @@ func RuntimeName(rt Runtime) string {
 	return "unknown"
 }
 
+// Uncapped is the wrapped runtime, for execs that are part of a kill (a
+// preStop hook): like stops, they must not wait behind probes for a slot.
+func (l *Limited) Uncapped() Runtime { return l.rt }
+
 // Name is the wrapped runtime's name.
 func (l *Limited) Name() string { return l.name }
 

@@ -32,7 +32,7 @@ type Recorder interface {
 
 // Killer stops a container that failed its liveness or startup probe. It is
 // called from the worker's goroutine while the worker is on hold, so it may
-// block for the grace period. An error is logged and counted, and the kill is
+// block for the grace period (the preStop hook, then the stop). An error is logged and counted, and the kill is
 // retried on the next tick while the same container instance still runs.
 type Killer interface {
 	Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -15,11 +16,12 @@ import (
 // defaultGracePeriod applies when neither the pod nor the probe sets one.
 const defaultGracePeriod = 30 * time.Second
 
-// GracePeriod is how long a container failing its liveness or startup probe
-// gets between the stop signal and SIGKILL: the first that is set of the
+// GracePeriod is the time a container failing its liveness or startup probe
+// gets to end, its preStop hook included: the first that is set of the
 // pod's deletionGracePeriodSeconds, the probe's
 // terminationGracePeriodSeconds, the pod's terminationGracePeriodSeconds,
-// else 30s (contract §3).
+// else 30s (contract §3). RuntimeKiller stops the container with what the
+// hook left of it, and never with less than MinimumGracePeriod.
 func GracePeriod(pod *v1.Pod, spec *v1.Probe) time.Duration {
 	switch {
 	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
@@ -44,17 +46,29 @@ type Stopper interface {
 	StopContainer(ctx context.Context, containerID string, grace time.Duration) error
 }
 
-// RuntimeKiller is the Killer probed uses: a Normal "Killing" event with the
-// kubelet's text, then a runtime stop with GracePeriod. The kubelet restarts
-// the container afterwards according to restartPolicy.
+// RuntimeKiller is the Killer probed uses, in the steps of the kubelet's
+// killContainer:
+//  1. a Normal "Killing" event with the kubelet's text;
+//  2. the container's preStop hook, if it has one and GracePeriod is above
+//     0, waited for at most the grace period, which then loses the whole
+//     seconds the hook took (a failure is a Warning FailedPreStopHook and
+//     does not stop the kill);
+//  3. a runtime stop with what is left of the grace period, but at least
+//     MinimumGracePeriod: the stop signal, then SIGKILL when it ends.
+//
+// The kubelet restarts the container afterwards according to restartPolicy.
 type RuntimeKiller struct {
 	// Runtime stops the container. Container IDs are passed through as-is
 	// ("containerd://<id>").
 	Runtime Stopper
-	// Recorder receives the Killing event; nil emits none.
+	// Hooks runs the preStop hook; nil runs none.
+	Hooks HookRunner
+	// Recorder receives the Killing and FailedPreStopHook events; nil emits none.
 	Recorder Recorder
-	// EventOnly emits the event but stops nothing.
+	// EventOnly emits the Killing event but runs no hook and stops nothing.
 	EventOnly bool
+	// Clock times the preStop hook; the real clock when nil.
+	Clock clock.Clock
 }
 
 var _ Killer = (*RuntimeKiller)(nil)
@@ -71,6 +85,21 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 		return fmt.Errorf("no runtime to stop container %q", containerID)
 	}
 	grace := GracePeriod(pod, spec)
+	if hook := preStopOf(container); hook != nil && grace > 0 && k.Hooks != nil {
+		h := k.startPreStop(ctx, pod, container, containerID, hook)
+		// After the stop: a hook still running ends with its container.
+		defer h.end()
+		took, finished, err := h.wait(ctx, k.clock(), grace)
+		if err != nil {
+			return fmt.Errorf("stop container %q: waiting for its preStop hook: %w", containerID, err)
+		}
+		klog.V(2).InfoS("PreStop hook done", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", container.Name,
+			"containerID", containerID, "completed", finished, "took", took, "gracePeriod", grace)
+		grace -= took
+	}
+	if grace < MinimumGracePeriod {
+		grace = MinimumGracePeriod
+	}
 	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
 		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
 	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {

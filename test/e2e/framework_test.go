@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +119,9 @@ type sc struct {
 	notes []string
 	// seen are the probed events found; finish checks kubectl describe shows them.
 	seen []v1.Event
+	// allowed are event reasons this scenario expects from probed beyond
+	// Unhealthy, ProbeWarning and Killing.
+	allowed []string
 }
 
 func newSC(t *testing.T, name string, place placement) *sc {
@@ -152,8 +156,9 @@ func (s *sc) finish() {
 		// The scenarios' probes are all valid, and probed has nothing to say
 		// about them beyond the kubelet's own event reasons.
 		for _, e := range s.probedEvents() {
-			switch e.Reason {
-			case "Unhealthy", "ProbeWarning", "Killing":
+			switch {
+			case e.Reason == "Unhealthy", e.Reason == "ProbeWarning", e.Reason == "Killing":
+			case slices.Contains(s.allowed, e.Reason):
 			default:
 				s.t.Errorf("unexpected event from probed: %s %s x%d: %q", e.Type, e.Reason, e.Count, e.Message)
 			}

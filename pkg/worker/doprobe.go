@@ -180,6 +180,14 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 		// Prober error: throw the result away.
 		return true
 	}
+	if w.deletedMeanwhile() {
+		// The pod's deletion began while the probe ran: as at the top of a
+		// step, liveness and startup end with Success, and nothing is killed
+		// (the kubelet never restarts a container of a terminating pod).
+		w.cfg.Results.Set(w.containerID, results.Value{Result: results.Success}, pod)
+		w.state = StateStopped
+		return false
+	}
 
 	if w.counted && w.lastResult == result {
 		w.resultRun++
@@ -319,6 +327,18 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 	w.killPending = false
 	w.cfg.Metrics.countKill(&w.series, KillOutcomeSuccess)
 	klog.InfoS("Stopped container after probe failure", w.logKV("containerID", w.containerID)...)
+}
+
+// deletedMeanwhile reports, for liveness and startup, whether the pod read
+// before the probe has since started terminating.
+//
+//go:noinline
+func (w *Worker) deletedMeanwhile() bool {
+	if w.cfg.ProbeType != prober.Liveness && w.cfg.ProbeType != prober.Startup {
+		return false
+	}
+	latest, ok := w.cfg.Pods.Pod(w.cfg.PodUID)
+	return ok && latest != nil && latest.DeletionTimestamp != nil
 }
 
 // isDeferred reports whether a Killer held a kill back on purpose

@@ -707,3 +707,36 @@ func TestDecidingOutputIsBounded(t *testing.T) {
 		t.Error("the kept text shares the probe output's memory")
 	}
 }
+
+// The pod's deletion begins while a failing liveness probe is in flight:
+// the result read before the probe is stale, and the kill must not happen
+// (the kubelet never restarts a container of a terminating pod). The worker
+// ends as it would at the top of a step: Success, stopped.
+func TestNoKillWhenDeletionBeganDuringTheProbe(t *testing.T) {
+	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+		t.Run(pt.String(), func(t *testing.T) {
+			e, w := newEnv(t, pt, v1.Probe{FailureThreshold: 1})
+			pod := runningPod(epoch)
+			e.pods.set(pod)
+			e.prober.set(results.Failure)
+			deleting := pod.DeepCopy()
+			now := metav1.NewTime(epoch)
+			deleting.DeletionTimestamp = &now
+			// The step reads the running pod; while its probe runs, the
+			// deletion begins.
+			e.prober.gate = make(chan struct{})
+			go func() {
+				recv(t, e.prober.calls, "the probe")
+				e.pods.set(deleting)
+				e.prober.gate <- struct{}{}
+			}()
+			if w.doProbe(context.Background()) {
+				t.Error("the worker went on; want it to end as for a deleted pod")
+			}
+			if n := len(e.killer.calls()); n != 0 {
+				t.Errorf("killed %d times during the pod's termination", n)
+			}
+			expectResult(t, e, testID, results.Success, "after deletion began")
+		})
+	}
+}

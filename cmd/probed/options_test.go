@@ -4,6 +4,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func parse(t *testing.T, args ...string) *options {
@@ -51,5 +53,26 @@ func TestOptionValidation(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
+	}
+}
+
+// Events have a client of their own: its rate limit is not the status
+// writes', and it shares nothing with theirs.
+func TestEventClientHasItsOwnLimits(t *testing.T) {
+	t.Setenv("NODE_NAME", "node-a")
+	o := parse(t, "--kube-api-qps=5", "--kube-api-burst=7", "--event-qps=2", "--event-burst=3")
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", QPS: 5, Burst: 7}
+	ec := eventConfig(cfg, o)
+	if ec.QPS != 2 || ec.Burst != 3 || ec.RateLimiter != nil {
+		t.Errorf("events config QPS %v burst %d limiter %v; want 2, 3, its own", ec.QPS, ec.Burst, ec.RateLimiter)
+	}
+	if cfg.QPS != 5 || cfg.Burst != 7 {
+		t.Errorf("the status client's config changed: %v/%d", cfg.QPS, cfg.Burst)
+	}
+	if err := parse(t, "--event-qps=0").validate(); err == nil || !strings.Contains(err.Error(), "--event-qps") {
+		t.Errorf("--event-qps=0: %v", err)
 	}
 }

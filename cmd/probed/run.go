@@ -50,6 +50,15 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
 	}
+	// Events get a client, and a rate limit, of their own, as the kubelet's
+	// do: an event storm must not delay status writes.
+	eventClient, err := kubernetes.NewForConfig(eventConfig(cfg, o))
+	if err != nil {
+		return fmt.Errorf("building the events API client: %w", err)
+	}
+	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -64,7 +73,8 @@ func run(ctx context.Context, o *options) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-		}))
+		}),
+		informers.WithTransform(manager.StripManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 
 	hostPolicy, err := prober.ParseHostPolicy(o.ProbeHostPolicy)
@@ -96,7 +106,7 @@ func run(ctx context.Context, o *options) error {
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
 		// A preStop hook is part of a kill: it never queues behind probes.
@@ -139,18 +149,21 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	mgr, err = manager.New(manager.Options{
-		Informer:    podInformer,
-		Source:      source,
-		Prober:      prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
-		Killer:      killer,
-		HostGuard:   hostGuard,
-		Liveness:    liveness,
-		Recorder:    recorder,
-		Status:      writer,
-		Seeds:       status.SeedsFor(status.Mode(o.StatusMode)),
-		Metrics:     worker.NewMetrics(reg, metricOpts...),
-		Clock:       clock.RealClock{},
-		DaemonStart: start,
+		Informer:  podInformer,
+		Source:    source,
+		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
+		Killer:    killer,
+		HostGuard: hostGuard,
+		Liveness:  liveness,
+		Recorder:  recorder,
+		Status:    writer,
+		Seeds:     status.SeedsFor(status.Mode(o.StatusMode)),
+		// In container-status mode probed writes ready itself; no gate.
+		RequireReadinessGate: o.StatusMode == string(status.ModeConditions),
+		WorkerMetrics:        worker.NewMetrics(reg, metricOpts...),
+		Metrics:              manager.NewMetrics(reg),
+		Clock:                clock.RealClock{},
+		DaemonStart:          start,
 	})
 	if err != nil {
 		return err
@@ -220,6 +233,14 @@ func restConfig(o *options) (*rest.Config, error) {
 	cfg.Burst = o.KubeAPIBurst
 	cfg.UserAgent = "probed/" + version.Version
 	return cfg, nil
+}
+
+// eventConfig is cfg with the events client's own rate limit.
+func eventConfig(cfg *rest.Config, o *options) *rest.Config {
+	ec := rest.CopyConfig(cfg)
+	ec.QPS, ec.Burst = float32(o.EventQPS), o.EventBurst
+	ec.RateLimiter = nil
+	return ec
 }
 
 // newRuntime connects to the container runtime behind the exec cap. A runtime

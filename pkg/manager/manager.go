@@ -51,9 +51,15 @@ type Options struct {
 	// Seeds reads back, from a pod as the API server has it, what probed
 	// had established before it restarted (status.SeedsFor the status
 	// mode); nil is status.Seeds, probed's own conditions.
-	Seeds   func(*v1.Pod) map[string]status.Seed
-	Metrics *worker.Metrics
-	Clock   clock.WithTicker
+	Seeds func(*v1.Pod) map[string]status.Seed
+	// RequireReadinessGate warns about pods whose probed readiness or
+	// startup probes lack the probed.io/ready readiness gate (conditions
+	// mode).
+	RequireReadinessGate bool
+	// WorkerMetrics are the workers'; Metrics the manager's own. Both may be nil.
+	WorkerMetrics *worker.Metrics
+	Metrics       *Metrics
+	Clock         clock.WithTicker
 	// DaemonStart spreads the first probes after a restart of probed.
 	DaemonStart time.Time
 	// GCPeriod is how often workers of pods gone from the cache are swept.
@@ -91,6 +97,9 @@ type podEntry struct {
 	key     status.PodKey
 	workers map[probeKey]*worker.Worker
 	specs   map[probeKey]DeclaredProbe
+	// ungated: the pod's readiness or startup probes lack the probed.io/ready
+	// gate; gateWarned: the Warning was raised.
+	ungated, gateWarned bool
 	// ended holds the probes whose worker ended on its own; they are not
 	// started again unless the probe changes.
 	ended    map[probeKey]DeclaredProbe

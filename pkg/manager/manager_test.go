@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"encoding/json"
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +91,7 @@ func (r *recorder) count(reason string) int {
 }
 
 type env struct {
+	reg    *prometheus.Registry
 	t      *testing.T
 	client *fake.Clientset
 	mgr    *Manager
@@ -111,12 +113,15 @@ func newEnv(t *testing.T, src ProbeSource) *env {
 		prober: &fakeProber{result: map[string]results.Result{}, calls: map[string]int{}},
 		done:   make(chan struct{}),
 	}
+	e.reg = prometheus.NewRegistry()
 	mgr, err := New(Options{
-		Informer: factory.Core().V1().Pods().Informer(),
-		Source:   src,
-		Prober:   e.prober,
-		Recorder: e.rec,
-		Status:   e.sink,
+		Informer:             factory.Core().V1().Pods().Informer(),
+		RequireReadinessGate: true,
+		Metrics:              NewMetrics(e.reg),
+		Source:               src,
+		Prober:               e.prober,
+		Recorder:             e.rec,
+		Status:               e.sink,
 		// Long ago: no jitter, so first probes run at once.
 		DaemonStart: time.Now().Add(-time.Hour),
 	})

@@ -67,10 +67,15 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	}
 	newProblems := m.recordProblemsLocked(e, problems)
 	m.reconcileWorkersLocked(ctx, pod, e, declared)
+	warnGate, gating := m.checkGateLocked(pod, e, declared)
+	m.countUngatedLocked()
 	m.mu.Unlock()
 
 	if newProblems {
 		m.reportProblems(pod, problems)
+	}
+	if warnGate {
+		m.reportMissingGate(pod, gating)
 	}
 	m.updateStatus(pod.UID)
 	m.triggerNotReady(pod)
@@ -200,7 +205,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
 		DaemonStart:   m.opts.DaemonStart,
-		Metrics:       m.opts.Metrics,
+		Metrics:       m.opts.WorkerMetrics,
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
 	})
@@ -269,6 +274,9 @@ func (m *Manager) removePodLocked(uid types.UID) {
 		w.Stop()
 	}
 	delete(m.pods, uid)
+	if e.ungated {
+		m.countUngatedLocked()
+	}
 	key := e.key.Namespace + "/" + e.key.Name
 	delete(m.byKey[key], uid)
 	if len(m.byKey[key]) == 0 {

@@ -14,7 +14,8 @@
 // it), the sysctls the kubelet and the bridge set (restored when the last
 // node on the machine stops), cgroups under /probed-node-<id>, the kubelet's
 // symlinks in /var/log/containers. probed's DaemonSet mounts the host's
-// /run/containerd/fifo, which is created if missing and left in place.
+// /run/containerd (where it creates its exec FIFOs, fifo/): it is created
+// if missing, mode 0711 as containerd itself makes it, and left in place.
 //
 // Prerequisites: hack/install-deps.sh, hack/build-k8s.sh, hack/build-images.sh
 // and, for DeployProbed, hack/build-probed-image.sh. Start returns an error
@@ -291,7 +292,24 @@ func (o *Options) complete() error {
 	return nil
 }
 
+// hostRuntimeDir is the host's /run/containerd, which probed's DaemonSet
+// mounts. On a real node containerd makes it (0711); here the node's
+// containerd keeps its state elsewhere and only shims create it, through
+// /run/containerd/s, with 0600, which nobody without CAP_DAC_OVERRIDE (as
+// probed runs) could enter.
+const hostRuntimeDir = "/run/containerd"
+
+func prepareHostRuntimeDir() error {
+	if err := os.MkdirAll(hostRuntimeDir, 0o711); err != nil {
+		return err
+	}
+	return os.Chmod(hostRuntimeDir, 0o711)
+}
+
 func (n *Node) startContainerd(ctx context.Context) (*containerd.Containerd, error) {
+	if err := prepareHostRuntimeDir(); err != nil {
+		return nil, fmt.Errorf("preparing %s: %w", hostRuntimeDir, err)
+	}
 	if err := makeCgroupRoot(n.state.CgroupParent); err != nil {
 		return nil, fmt.Errorf("cgroup root for the kubelet: %w", err)
 	}

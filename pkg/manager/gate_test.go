@@ -1,0 +1,54 @@
+package manager
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/probed-dev/probed/pkg/status"
+)
+
+// Issue 12 item 5: a probed readiness probe on a pod without the
+// probed.io/ready readiness gate does nothing for Services. probed says so,
+// once per pod, with a Warning and a gauge; liveness-only pods and gated
+// pods are left alone.
+func TestMissingReadinessGateIsReported(t *testing.T) {
+	e := newEnv(t, ProbeSourceAnnotation)
+	ungated := runningPod("ungated", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
+	gated := runningPod("gated", "u2", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
+	gated.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: status.PodReadyCondition}}
+	livenessOnly := runningPod("live", "u3", annotate(map[string]map[string]any{"app": {"livenessProbe": tcp1}}), "app")
+	for _, p := range []*v1.Pod{ungated, gated, livenessOnly} {
+		e.create(p)
+	}
+	e.eventually("three pods' workers", func() bool { return e.mgr.WorkerCount() == 3 })
+	e.eventually("the Warning", func() bool { return e.rec.count(ReasonMissingReadinessGate) == 1 })
+	if got := testutil.ToFloat64(e.mgr.opts.Metrics.ungated); got != 1 {
+		t.Errorf("probed_pods_without_readiness_gate = %v; want 1", got)
+	}
+	e.rec.mu.Lock()
+	for _, ev := range e.rec.events {
+		if ev.reason == ReasonMissingReadinessGate && (ev.eventType != v1.EventTypeWarning || !strings.Contains(ev.message, "container(s) app") || !strings.Contains(ev.message, "probed.io/ready")) {
+			t.Errorf("event %+v", ev)
+		}
+	}
+	e.rec.mu.Unlock()
+
+	// Later syncs of the same pod do not repeat it.
+	ungated.Labels = map[string]string{"touched": "1"}
+	e.update(ungated)
+	if err := e.mgr.sync(t.Context(), "ns/ungated"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rec.count(ReasonMissingReadinessGate); n != 1 {
+		t.Errorf("%d Warnings; want 1 per pod", n)
+	}
+	// The pod goes: the gauge follows.
+	if err := e.client.CoreV1().Pods("ns").Delete(t.Context(), "ungated", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the gauge back to 0", func() bool { return testutil.ToFloat64(e.mgr.opts.Metrics.ungated) == 0 })
+}

@@ -18,7 +18,7 @@ for t in "${tiers[@]}"; do
       go test -race -count=1 -cover ./... ;;
     fuzz)
       step "fuzz smoke (${FUZZTIME:=20s} each)"
-      go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/manager/
+      go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzHTTPResponse$' -fuzztime="$FUZZTIME" ./pkg/prober/ ;;
     integration)
       step "integration tier: real etcd + kube-apiserver + Prometheus, promtool"

@@ -28,6 +28,7 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -131,7 +132,7 @@ func run(ctx context.Context, o *options) error {
 	if !o.MetricsPodUIDLabel {
 		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
 	}
-	source, err := manager.ParseProbeSource(o.ProbeSource)
+	source, err := probespec.ParseProbeSource(o.ProbeSource)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
 )
 
@@ -47,7 +48,7 @@ func (m *Metrics) setUngated(n int) {
 
 // gatingContainers lists, sorted, the containers whose declared probes
 // would gate the pod's readiness (readiness and startup probes).
-func gatingContainers(declared []DeclaredProbe) []string {
+func gatingContainers(declared []probespec.DeclaredProbe) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, d := range declared {
@@ -73,7 +74,7 @@ func hasProbedGate(pod *v1.Pod) bool {
 // (conditions mode only: in container-status mode probed writes ready
 // itself) and reports whether a Warning is due: once per pod, as a pod's
 // readiness gates never change.
-func (m *Manager) checkGateLocked(pod *v1.Pod, e *podEntry, declared []DeclaredProbe) (warn bool, containers []string) {
+func (m *Manager) checkGateLocked(pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) (warn bool, containers []string) {
 	if !m.opts.RequireReadinessGate {
 		return false, nil
 	}

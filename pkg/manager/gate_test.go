@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
 )
 
@@ -16,7 +17,7 @@ import (
 // once per pod, with a Warning and a gauge; liveness-only pods and gated
 // pods are left alone.
 func TestMissingReadinessGateIsReported(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	ungated := runningPod("ungated", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	gated := runningPod("gated", "u2", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	gated.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: status.PodReadyCondition}}

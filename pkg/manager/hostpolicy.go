@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // hostPolicyProblems applies --probe-host-policy to the hosts that probes
@@ -19,7 +20,7 @@ import (
 // names (by the addresses they resolve to), redirects, and the pod IP
 // itself. Until the pod has an IP nothing is judged here, since the pod's
 // own IPs are always allowed (a hostNetwork pod's IP is the node's).
-func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, declared []DeclaredProbe, problems []ProbeProblem) ([]DeclaredProbe, []ProbeProblem) {
+func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
 	if guard.Policy() == prober.HostPolicyKubelet {
 		return declared, problems
 	}
@@ -34,7 +35,7 @@ func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, declared []Declare
 		if host != "" {
 			if err := guard.CheckHost(host, parsed); err != nil {
 				t := d.Type
-				problems = append(problems, ProbeProblem{
+				problems = append(problems, probespec.ProbeProblem{
 					Container:      d.Container.Name,
 					Type:           &t,
 					Field:          fieldPath,

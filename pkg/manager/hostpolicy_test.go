@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -32,7 +33,7 @@ func newEnvWith(t *testing.T, mutate func(*Options)) *env {
 	}
 	o := Options{
 		Informer:    factory.Core().V1().Pods().Informer(),
-		Source:      ProbeSourceAnnotation,
+		Source:      probespec.ProbeSourceAnnotation,
 		Prober:      e.prober,
 		Recorder:    e.rec,
 		Status:      e.sink,
@@ -87,16 +88,16 @@ func TestHostPolicyProblems(t *testing.T) {
 	pod := runningPod("p", "u1", "", "app")
 	pod.Status.PodIP = "127.0.0.9"
 	pod.Status.PodIPs = []v1.PodIP{{IP: "127.0.0.9"}, {IP: "fd00::9"}}
-	probe := func(c, typ string, p map[string]any) DeclaredProbe {
+	probe := func(c, typ string, p map[string]any) probespec.DeclaredProbe {
 		pod := pod.DeepCopy()
-		pod.Annotations = map[string]string{ProbesAnnotation: annotate(map[string]map[string]any{c: {typ: p}})}
-		d, problems := DeclaredProbes(pod, ProbeSourceAnnotation)
+		pod.Annotations = map[string]string{probespec.ProbesAnnotation: annotate(map[string]map[string]any{c: {typ: p}})}
+		d, problems := probespec.DeclaredProbes(pod, probespec.ProbeSourceAnnotation)
 		if len(d) != 1 || len(problems) != 0 {
 			t.Fatalf("declared %v, problems %v", d, problems)
 		}
 		return d[0]
 	}
-	declared := []DeclaredProbe{
+	declared := []probespec.DeclaredProbe{
 		probe("app", "readinessProbe", httpHost("169.254.169.254")),
 		probe("app", "livenessProbe", tcpHost("127.0.0.5")),
 		probe("app", "startupProbe", httpHost("127.0.0.9")), // the pod's own IP
@@ -136,7 +137,7 @@ func TestHostPolicyProblems(t *testing.T) {
 		t.Errorf("nil guard: kept %d, problems %v", len(kept), problems)
 	}
 	// Names are left to the prober, which judges what they resolve to.
-	named := []DeclaredProbe{probe("app", "readinessProbe", httpHost("localhost"))}
+	named := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("localhost"))}
 	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, named, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("name: kept %d, problems %v", len(kept), problems)
 	}
@@ -150,7 +151,7 @@ func TestHostPolicyProblems(t *testing.T) {
 	// A hostNetwork pod probing the node's address by its own IP.
 	hostNet := pod.DeepCopy()
 	hostNet.Status.PodIP, hostNet.Status.PodIPs = "10.9.9.9", []v1.PodIP{{IP: "10.9.9.9"}}
-	nodeProbe := []DeclaredProbe{probe("app", "readinessProbe", httpHost("10.9.9.9"))}
+	nodeProbe := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("10.9.9.9"))}
 	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), hostNet, nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("hostNetwork pod's own IP: kept %d, problems %v", len(kept), problems)
 	}

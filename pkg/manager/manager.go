@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -32,7 +33,7 @@ type Options struct {
 	// Informer watches this node's pods. The Manager adds a UID index and its
 	// event handlers; it must not have started yet.
 	Informer cache.SharedIndexInformer
-	Source   ProbeSource
+	Source   probespec.ProbeSource
 	Prober   worker.Prober
 	// Killer acts on liveness and startup failures; nil takes no action (dry run).
 	// A kill it cancels with a restartguard.DeferredError marked Reprobe
@@ -96,13 +97,13 @@ type probeKey struct {
 type podEntry struct {
 	key     status.PodKey
 	workers map[probeKey]*worker.Worker
-	specs   map[probeKey]DeclaredProbe
+	specs   map[probeKey]probespec.DeclaredProbe
 	// ungated: the pod's readiness or startup probes lack the probed.io/ready
 	// gate; gateWarned: the Warning was raised.
 	ungated, gateWarned bool
 	// ended holds the probes whose worker ended on its own; they are not
 	// started again unless the probe changes.
-	ended    map[probeKey]DeclaredProbe
+	ended    map[probeKey]probespec.DeclaredProbe
 	order    []string // containers with any probe, in pod spec order
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated
@@ -124,7 +125,7 @@ func New(o Options) (*Manager, error) {
 		o.GCPeriod = time.Minute
 	}
 	if o.Source == "" {
-		o.Source = ProbeSourceAnnotation
+		o.Source = probespec.ProbeSourceAnnotation
 	}
 	if o.Seeds == nil {
 		o.Seeds = status.Seeds

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -102,7 +103,7 @@ type env struct {
 	done   chan struct{}
 }
 
-func newEnv(t *testing.T, src ProbeSource) *env {
+func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	t.Helper()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -173,7 +174,7 @@ func runningPod(name, uid string, annotation string, containers ...string) *v1.P
 		Status:     v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"},
 	}
 	if annotation != "" {
-		p.Annotations[ProbesAnnotation] = annotation
+		p.Annotations[probespec.ProbesAnnotation] = annotation
 	}
 	for _, c := range containers {
 		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c, Image: "img"})
@@ -213,7 +214,7 @@ func (e *env) workers() map[string]string {
 }
 
 func TestWorkersFollowPodLifecycle(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{
 		"app": {"readinessProbe": tcp1, "livenessProbe": tcp1},
 	}), "app", "other")
@@ -234,7 +235,7 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 	_ = liveBefore
 	livenessWorker := e.mgr.pods["u1"].workers[probeKey{"app", prober.Liveness}]
 	readinessWorker := e.mgr.pods["u1"].workers[probeKey{"app", prober.Readiness}]
-	pod.Annotations[ProbesAnnotation] = annotate(map[string]map[string]any{
+	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{
 		"app": {"readinessProbe": tcp2, "livenessProbe": tcp1},
 	})
 	e.update(pod)
@@ -262,7 +263,7 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 	})
 
 	// Removing a probe from the annotation stops just that worker.
-	pod.Annotations[ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
+	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
 	e.update(pod)
 	e.eventually("liveness worker stopped", func() bool { return e.mgr.WorkerCount() == 1 })
 	<-livenessWorker.Done()
@@ -279,7 +280,7 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 }
 
 func TestReadinessFollowsResults(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u2", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	e.prober.mu.Lock()
 	e.prober.result["containerd://u2-app"] = results.Failure
@@ -299,7 +300,7 @@ func TestReadinessFollowsResults(t *testing.T) {
 }
 
 func TestStartupGatesReadiness(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u3", annotate(map[string]map[string]any{
 		"app": {"readinessProbe": tcp1, "startupProbe": tcp2},
 	}), "app")
@@ -325,7 +326,7 @@ func TestStartupGatesReadiness(t *testing.T) {
 }
 
 func TestInvalidProbesReportedOnceAndOthersRun(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	bad := runningPod("bad", "u4", "{not json", "app")
 	e.create(bad)
 	invalidReadiness := runningPod("half", "u5", annotate(map[string]map[string]any{
@@ -371,7 +372,7 @@ func TestInvalidProbesReportedOnceAndOthersRun(t *testing.T) {
 }
 
 func TestRestartSeedKeepsReadyWithoutPendingWrite(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u7", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	// As left by an earlier probed: Ready since after the container started.
 	pod.Status.Conditions = []v1.PodCondition{{

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // ReasonInvalidProbe is the event reason for a probe probed will not run.
@@ -16,7 +17,7 @@ const ReasonInvalidProbe = "InvalidProbe"
 // recordProblemsLocked remembers which readiness and startup probes are
 // invalid, for their conditions, and reports whether the problem set changed
 // since it was last reported, so events are not repeated on every sync.
-func (m *Manager) recordProblemsLocked(e *podEntry, problems []ProbeProblem) bool {
+func (m *Manager) recordProblemsLocked(e *podEntry, problems []probespec.ProbeProblem) bool {
 	e.invalid = map[probeKey]string{}
 	msgs := make([]string, 0, len(problems))
 	for _, p := range problems {
@@ -39,7 +40,7 @@ func (m *Manager) recordProblemsLocked(e *podEntry, problems []ProbeProblem) boo
 
 // reportProblems logs each problem and raises an InvalidProbe Warning on the
 // container it names, or on the pod when it names none that exists.
-func (m *Manager) reportProblems(pod *v1.Pod, problems []ProbeProblem) {
+func (m *Manager) reportProblems(pod *v1.Pod, problems []probespec.ProbeProblem) {
 	for _, p := range problems {
 		klog.InfoS("Invalid probe", "pod", klog.KObj(pod), "container", p.Container, "problem", p.String())
 		if m.opts.Recorder == nil {

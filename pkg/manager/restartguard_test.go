@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -162,7 +163,7 @@ func TestLivenessTracker(t *testing.T) {
 		t.Error("a failure was heard as a pass")
 	}
 	// Removing the liveness probe counts as passing: the container no longer fails it.
-	pod.Annotations[ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}})
+	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}})
 	e.update(pod)
 	e.eventually("removal heard", func() bool { return tr.get("u1/app") == n+1 })
 	if err := e.client.CoreV1().Pods("ns").Delete(context.Background(), "p", metav1.DeleteOptions{}); err != nil {

@@ -3,6 +3,7 @@ package manager
 import (
 	"testing"
 
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -11,7 +12,7 @@ import (
 // writer a status without their probes, which would remove the pod's
 // conditions and report it ready (NoGatingProbes) on probed's way out.
 func TestShutdownKeepsLastDecidedStatus(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u-stop", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	e.prober.mu.Lock()
 	e.prober.result["containerd://u-stop-app"] = results.Failure

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -41,7 +42,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		return nil
 	}
 
-	declared, problems := DeclaredProbes(pod, m.opts.Source)
+	declared, problems := probespec.DeclaredProbes(pod, m.opts.Source)
 	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
@@ -53,8 +54,8 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		e = &podEntry{
 			key:     status.PodKey{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			workers: map[probeKey]*worker.Worker{},
-			specs:   map[probeKey]DeclaredProbe{},
-			ended:   map[probeKey]DeclaredProbe{},
+			specs:   map[probeKey]probespec.DeclaredProbe{},
+			ended:   map[probeKey]probespec.DeclaredProbe{},
 			// Read once, when probed first sees the pod: the results it had
 			// before a restart of probed.
 			seeds: m.opts.Seeds(pod),
@@ -124,8 +125,8 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 
 // reconcileWorkersLocked starts, keeps or replaces workers. An unchanged probe
 // keeps its worker and its state; a changed one gets a fresh worker.
-func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *podEntry, declared []DeclaredProbe) {
-	want := make(map[probeKey]DeclaredProbe, len(declared))
+func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) {
+	want := make(map[probeKey]probespec.DeclaredProbe, len(declared))
 	e.order = e.order[:0]
 	seen := map[string]bool{}
 	for _, d := range declared {
@@ -144,7 +145,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 	}
 	for k, w := range e.workers {
 		d, ok := want[k]
-		if ok && ProbeSpecEqual(d.Probe, e.specs[k].Probe) && d.KeepAlive == e.specs[k].KeepAlive {
+		if ok && probespec.ProbeSpecEqual(d.Probe, e.specs[k].Probe) && d.KeepAlive == e.specs[k].KeepAlive {
 			continue
 		}
 		w.Stop()
@@ -168,7 +169,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		// A worker that ended on its own (its container will not run again,
 		// or the pod is being deleted) stays ended, as in the kubelet, which
 		// adds a pod's workers once; only an edit of its probe starts it anew.
-		if ended, ok := e.ended[k]; ok && ProbeSpecEqual(d.Probe, ended.Probe) && d.KeepAlive == ended.KeepAlive {
+		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && d.KeepAlive == ended.KeepAlive {
 			continue
 		}
 		delete(e.ended, k)
@@ -181,7 +182,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 	}
 }
 
-func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d DeclaredProbe, after <-chan struct{}) {
+func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d probespec.DeclaredProbe, after <-chan struct{}) {
 	k := probeKey{d.Container.Name, d.Type}
 	uid := pod.UID
 	var w *worker.Worker

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -28,7 +29,7 @@ func (e *env) readyNow(uid string) func() bool {
 // result is not Success gets its readiness probe at once, on start and on
 // every restart, not at the worker's next tick.
 func TestReadinessRunsAsSoonAsTheContainerRuns(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": slowReadiness}}), "app")
 	// Created before its container runs: the worker's first probe finds
 	// nothing to probe.
@@ -77,7 +78,7 @@ func TestReadinessRunsAsSoonAsTheContainerRuns(t *testing.T) {
 // the pod is being deleted the startup worker stops with Success, and the
 // container counts as started, so its readiness probe runs.
 func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
-	e := newEnv(t, ProbeSourceAnnotation)
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	neverStarts := map[string]any{"tcpSocket": map[string]any{"port": 1}, "periodSeconds": 1, "failureThreshold": 100}
 	e.prober.mu.Lock()
 	e.prober.result["containerd://u1-app"] = results.Failure // every probe fails

@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 const (
@@ -103,7 +103,7 @@ func TestDemoManifestsOffline(t *testing.T) {
 		if !gated {
 			t.Errorf("deployment %s: no probed.io/ready readiness gate", d.Name)
 		}
-		probes, problems := manager.DeclaredProbes(pod, manager.ProbeSourceAnnotation)
+		probes, problems := probespec.DeclaredProbes(pod, probespec.ProbeSourceAnnotation)
 		for _, p := range problems {
 			t.Errorf("deployment %s: %s", d.Name, p)
 		}

@@ -1,4 +1,4 @@
-package manager
+package probespec
 
 import (
 	"bytes"
@@ -16,50 +16,50 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
-// specAnnotationEntry is one annotation key's probes, by type. A nil or
+// annotationEntry is one annotation key's probes, by type. A nil or
 // missing probe is not declared.
-type specAnnotationEntry map[prober.ProbeType]*specAnnotatedProbe
+type annotationEntry map[prober.ProbeType]*annotatedProbe
 
 // KeepAliveField is the probe field, beside core/v1 Probe's own, that opts
 // an httpGet or grpc probe into reusing its connection between runs.
 const KeepAliveField = "probed.io/keepAlive"
 
-// specAnnotatedProbe is a probe as the annotation declares it: a core/v1
+// annotatedProbe is a probe as the annotation declares it: a core/v1
 // Probe plus probed's own fields.
-type specAnnotatedProbe struct {
+type annotatedProbe struct {
 	Probe v1.Probe
 	// KeepAlive is KeepAliveField; nil when absent.
 	KeepAlive *bool
 }
 
-// specMaxDecodeErrors caps how many decode errors one whole-annotation
+// maxDecodeErrors caps how many decode errors one whole-annotation
 // problem lists.
-const specMaxDecodeErrors = 8
+const maxDecodeErrors = 8
 
-// specDecodeAnnotation decodes the annotation's value strictly, as the API
+// decodeAnnotation decodes the annotation's value strictly, as the API
 // server decodes an object under fieldValidation=Strict: field names are
 // case-sensitive, and unknown or duplicate fields are errors. The value is
 // JSON, or else YAML.
 //
 // Any error makes the whole annotation unusable: it returns no entries and
-// one problem listing up to specMaxDecodeErrors errors with their paths. An
+// one problem listing up to maxDecodeErrors errors with their paths. An
 // empty value (or null) declares nothing.
-func specDecodeAnnotation(raw string) (map[string]specAnnotationEntry, *ProbeProblem) {
-	data, err := specAnnotationJSON(raw)
+func decodeAnnotation(raw string) (map[string]annotationEntry, *ProbeProblem) {
+	data, err := annotationJSON(raw)
 	if err != nil {
-		return nil, specWholeProblem([]string{specOneLine(err.Error())})
+		return nil, wholeProblem([]string{oneLine(err.Error())})
 	}
-	d := specDecoder{}
+	d := decoder{}
 	entries := d.decodeTop(data)
 	if len(d.errs) > 0 {
-		return nil, specWholeProblem(d.errs)
+		return nil, wholeProblem(d.errs)
 	}
 	return entries, nil
 }
 
-// specAnnotationJSON returns the annotation's value as JSON: as is when it is
+// annotationJSON returns the annotation's value as JSON: as is when it is
 // valid JSON, converted when it is YAML.
-func specAnnotationJSON(raw string) ([]byte, error) {
+func annotationJSON(raw string) ([]byte, error) {
 	data := []byte(raw)
 	if json.Valid(data) {
 		return data, nil
@@ -70,7 +70,7 @@ func specAnnotationJSON(raw string) ([]byte, error) {
 	}
 	converted, yerr := yaml.YAMLToJSONStrict(data)
 	if yerr == nil {
-		if specYAMLHasManyDocuments(raw) {
+		if yamlHasManyDocuments(raw) {
 			return nil, errors.New("holds more than one YAML document")
 		}
 		return converted, nil
@@ -86,11 +86,11 @@ func specAnnotationJSON(raw string) ([]byte, error) {
 	return nil, fmt.Errorf("not valid JSON or YAML: %v", yerr)
 }
 
-// specYAMLHasManyDocuments reports whether YAML text that parsed holds a
+// yamlHasManyDocuments reports whether YAML text that parsed holds a
 // second document, which the converter would silently drop. A document
 // marker at column 0 after content starts one; YAML forbids such a line
 // inside the first document's scalars.
-func specYAMLHasManyDocuments(text string) bool {
+func yamlHasManyDocuments(text string) bool {
 	seenContent, ended := false, false
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, " \t\r")
@@ -118,28 +118,28 @@ func specYAMLHasManyDocuments(text string) bool {
 	return false
 }
 
-// specWholeProblem makes the one problem for a malformed annotation.
-func specWholeProblem(errs []string) *ProbeProblem {
+// wholeProblem makes the one problem for a malformed annotation.
+func wholeProblem(errs []string) *ProbeProblem {
 	detail := strings.Join(errs, "; ")
 	return &ProbeProblem{Detail: detail, FromAnnotation: true}
 }
 
-// specDecoder walks the annotation's JSON level by level, so that every
+// decoder walks the annotation's JSON level by level, so that every
 // error names where it is, and collects the errors.
-type specDecoder struct {
+type decoder struct {
 	errs    []string
 	dropped int
 }
 
-func (d *specDecoder) fail(path *field.Path, format string, args ...any) {
-	if len(d.errs) >= specMaxDecodeErrors {
+func (d *decoder) fail(path *field.Path, format string, args ...any) {
+	if len(d.errs) >= maxDecodeErrors {
 		d.dropped++
 		if d.dropped == 1 {
 			d.errs = append(d.errs, "and more")
 		}
 		return
 	}
-	msg := specOneLine(fmt.Sprintf(format, args...))
+	msg := oneLine(fmt.Sprintf(format, args...))
 	if path != nil {
 		msg = path.String() + ": " + msg
 	}
@@ -147,8 +147,8 @@ func (d *specDecoder) fail(path *field.Path, format string, args ...any) {
 }
 
 // decodeTop decodes {"<container>": {...}, ...}.
-func (d *specDecoder) decodeTop(data []byte) map[string]specAnnotationEntry {
-	if kind := specJSONKind(data); kind != "object" {
+func (d *decoder) decodeTop(data []byte) map[string]annotationEntry {
+	if kind := jsonKind(data); kind != "object" {
 		if kind != "null" {
 			d.fail(nil, "must be an object keyed by container name, not %s", kind)
 		}
@@ -163,7 +163,7 @@ func (d *specDecoder) decodeTop(data []byte) map[string]specAnnotationEntry {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	entries := make(map[string]specAnnotationEntry, len(top))
+	entries := make(map[string]annotationEntry, len(top))
 	for _, k := range keys {
 		entries[k] = d.decodeContainer(field.NewPath(k), top[k])
 	}
@@ -171,9 +171,9 @@ func (d *specDecoder) decodeTop(data []byte) map[string]specAnnotationEntry {
 }
 
 // decodeContainer decodes {"livenessProbe": {...}, "readinessProbe": ..., "startupProbe": ...}.
-func (d *specDecoder) decodeContainer(path *field.Path, data []byte) specAnnotationEntry {
-	entry := specAnnotationEntry{}
-	switch kind := specJSONKind(data); kind {
+func (d *decoder) decodeContainer(path *field.Path, data []byte) annotationEntry {
+	entry := annotationEntry{}
+	switch kind := jsonKind(data); kind {
 	case "null":
 		return entry
 	case "object":
@@ -185,7 +185,7 @@ func (d *specDecoder) decodeContainer(path *field.Path, data []byte) specAnnotat
 	if !d.unmarshal(path, data, &fields) {
 		return entry
 	}
-	for _, pt := range specProbeTypes {
+	for _, pt := range probeTypes {
 		if raw, ok := fields[pt.field]; ok {
 			if p := d.decodeProbe(path.Child(pt.field), raw); p != nil {
 				entry[pt.typ] = p
@@ -206,8 +206,8 @@ func (d *specDecoder) decodeContainer(path *field.Path, data []byte) specAnnotat
 
 // decodeProbe decodes one core/v1 Probe with probed's fields; nil for null
 // or on error.
-func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *specAnnotatedProbe {
-	switch kind := specJSONKind(data); kind {
+func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
+	switch kind := jsonKind(data); kind {
 	case "null":
 		return nil
 	case "object":
@@ -225,12 +225,12 @@ func (d *specDecoder) decodeProbe(path *field.Path, data []byte) *specAnnotatedP
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	return &specAnnotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive}
+	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive}
 }
 
 // unmarshal decodes data strictly into v, recording every error; it
 // reports whether there was none.
-func (d *specDecoder) unmarshal(path *field.Path, data []byte, v any) bool {
+func (d *decoder) unmarshal(path *field.Path, data []byte, v any) bool {
 	strict, err := kjson.UnmarshalStrict(data, v)
 	if err != nil {
 		d.fail(path, "%s", strings.TrimPrefix(err.Error(), "json: "))
@@ -242,8 +242,8 @@ func (d *specDecoder) unmarshal(path *field.Path, data []byte, v any) bool {
 	return len(strict) == 0
 }
 
-// specJSONKind names the kind of the JSON value data holds, by its first byte.
-func specJSONKind(data []byte) string {
+// jsonKind names the kind of the JSON value data holds, by its first byte.
+func jsonKind(data []byte) string {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return "null"
@@ -263,8 +263,8 @@ func specJSONKind(data []byte) string {
 	return "a number"
 }
 
-// specOneLine folds a multi-line message (YAML's) onto one line.
-func specOneLine(s string) string {
+// oneLine folds a multi-line message (YAML's) onto one line.
+func oneLine(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}

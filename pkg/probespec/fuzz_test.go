@@ -1,4 +1,4 @@
-package manager
+package probespec
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// specFuzzPod is a pod whose container "app" has one port of the fuzzed
+// fuzzPod is a pod whose container "app" has one port of the fuzzed
 // shape (and "http"), whose "side" init container is a sidecar or not, and
 // whose "web" container declares a spec readiness probe on the fuzzed port.
-func specFuzzPod(annotation, portName string, portNum int32, sidecar bool) *v1.Pod {
+func fuzzPod(annotation, portName string, portNum int32, sidecar bool) *v1.Pod {
 	side := v1.Container{Name: "side", Ports: []v1.ContainerPort{{Name: portName, ContainerPort: portNum}}}
 	if sidecar {
 		always := v1.ContainerRestartPolicyAlways
@@ -43,7 +43,7 @@ func FuzzDeclaredProbes(f *testing.F) {
 	f.Add("side:\n  livenessProbe:\n    tcpSocket: {port: metrics}\n", "metrics", int32(9090), true)
 	f.Add(`{"app": {"readinesProbe": {}}}`, "http", int32(0), false)
 	f.Fuzz(func(t *testing.T, annotation, portName string, portNum int32, sidecar bool) {
-		pod := specFuzzPod(annotation, portName, portNum, sidecar)
+		pod := fuzzPod(annotation, portName, portNum, sidecar)
 		before := pod.DeepCopy()
 		order := map[string]int{"side": 0, "app": 1, "web": 2}
 		if !sidecar {
@@ -98,26 +98,26 @@ func FuzzDeclaredProbes(f *testing.F) {
 					t.Fatalf("%s: %s InitContainer = %v", src, d.Container.Name, d.InitContainer)
 				}
 				if key := rank*10 + int(d.Type); key <= last {
-					t.Fatalf("%s: out of order: %q", src, specKeys(probes))
+					t.Fatalf("%s: out of order: %q", src, probeKeysOf(probes))
 				} else {
 					last = key
 				}
 				if d.FromAnnotation && (whole || !src.fromAnnotation()) || !d.FromAnnotation && !src.fromSpec() {
-					t.Fatalf("%s: %s from the wrong source (whole=%v)", src, specKey(d), whole)
+					t.Fatalf("%s: %s from the wrong source (whole=%v)", src, probeKeyOf(d), whole)
 				}
-				if errs := specValidateProbe(d.Probe, d.Type, &d.Container); len(errs) > 0 {
-					t.Fatalf("%s: returned an invalid probe %s: %v", src, specKey(d), errs)
+				if errs := validateProbe(d.Probe, d.Type, &d.Container); len(errs) > 0 {
+					t.Fatalf("%s: returned an invalid probe %s: %v", src, probeKeyOf(d), errs)
 				}
 				defaulted := d.Probe.DeepCopy()
-				specSetProbeDefaults(defaulted)
+				setProbeDefaults(defaulted)
 				if !reflect.DeepEqual(defaulted, d.Probe) || !ProbeSpecEqual(d.Probe, defaulted) {
-					t.Fatalf("%s: %s not defaulted", src, specKey(d))
+					t.Fatalf("%s: %s not defaulted", src, probeKeyOf(d))
 				}
 				if d.FromAnnotation {
 					if annotated[d.Container.Name] == nil {
 						annotated[d.Container.Name] = map[string]*v1.Probe{}
 					}
-					annotated[d.Container.Name][specProbeFieldName(d.Type)] = d.Probe
+					annotated[d.Container.Name][probeFieldName(d.Type)] = d.Probe
 				}
 			}
 
@@ -130,10 +130,10 @@ func FuzzDeclaredProbes(f *testing.F) {
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
-			round, roundProblems := DeclaredProbes(specFuzzPod(string(canonical), portName, portNum, sidecar), ProbeSourceAnnotation)
+			round, roundProblems := DeclaredProbes(fuzzPod(string(canonical), portName, portNum, sidecar), ProbeSourceAnnotation)
 			if len(roundProblems) != 0 || !reflect.DeepEqual(round, probes) {
 				t.Fatalf("round trip through %s changed %q into %q, problems %q",
-					canonical, specKeys(probes), specKeys(round), specProblemStrings(roundProblems))
+					canonical, probeKeysOf(probes), probeKeysOf(round), problemStrings(roundProblems))
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package manager
+package probespec
 
 import (
 	"encoding/json"
@@ -14,14 +14,14 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
-// specTestPod has, in spec order:
+// testPod has, in spec order:
 //
 //	initContainers: "init" (plain), "sidecar" (restartPolicy Always, port admin=9000)
 //	containers:     "app" (ports http=8080, grpc=9090, zero=0), "web" (no ports)
 //	ephemeral:      "debug"
 //
 // annotation == "-" means no annotation at all.
-func specTestPod(annotation string) *v1.Pod {
+func testPod(annotation string) *v1.Pod {
 	always := v1.ContainerRestartPolicyAlways
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"},
@@ -47,12 +47,12 @@ func specTestPod(annotation string) *v1.Pod {
 	return pod
 }
 
-// specAnn builds an annotation declaring one probe.
-func specAnn(container, probeField, probeJSON string) string {
+// annotationOf builds an annotation declaring one probe.
+func annotationOf(container, probeField, probeJSON string) string {
 	return fmt.Sprintf(`{%q: {%q: %s}}`, container, probeField, probeJSON)
 }
 
-func specProblemStrings(ps []ProbeProblem) []string {
+func problemStrings(ps []ProbeProblem) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.String())
@@ -60,13 +60,13 @@ func specProblemStrings(ps []ProbeProblem) []string {
 	return out
 }
 
-func specJSON(v any) string {
+func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
 
-// specKey summarises a declared probe for order and source checks.
-func specKey(d DeclaredProbe) string {
+// probeKeyOf summarises a declared probe for order and source checks.
+func probeKeyOf(d DeclaredProbe) string {
 	src := "spec"
 	if d.FromAnnotation {
 		src = "ann"
@@ -74,15 +74,15 @@ func specKey(d DeclaredProbe) string {
 	return fmt.Sprintf("%s/%s/%s", d.Container.Name, d.Type, src)
 }
 
-func specKeys(ds []DeclaredProbe) []string {
+func probeKeysOf(ds []DeclaredProbe) []string {
 	var out []string
 	for _, d := range ds {
-		out = append(out, specKey(d))
+		out = append(out, probeKeyOf(d))
 	}
 	return out
 }
 
-func specPtr[T any](v T) *T { return &v }
+func ptrTo[T any](v T) *T { return &v }
 
 func TestDeclaredProbesValidJSONAndYAML(t *testing.T) {
 	// The contract's example, in JSON and in YAML, must give the same probes.
@@ -140,24 +140,24 @@ app:
 		{"yaml flow", `{app: {livenessProbe: {exec: {command: [cat, /tmp/healthy]}}, readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 2}, startupProbe: {tcpSocket: {port: 8080}, failureThreshold: 30}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problems := DeclaredProbes(specTestPod(tc.ann), ProbeSourceAnnotation)
+			got, problems := DeclaredProbes(testPod(tc.ann), ProbeSourceAnnotation)
 			if len(problems) != 0 {
-				t.Fatalf("problems: %q", specProblemStrings(problems))
+				t.Fatalf("problems: %q", problemStrings(problems))
 			}
 			want := []*v1.Probe{wantLiveness, wantReadiness, wantStartup}
 			types := []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
 			if len(got) != len(want) {
-				t.Fatalf("got %d probes %q, want 3", len(got), specKeys(got))
+				t.Fatalf("got %d probes %q, want 3", len(got), probeKeysOf(got))
 			}
 			for i := range want {
 				d := got[i]
 				if d.Type != types[i] || d.Container.Name != "app" || d.InitContainer || !d.FromAnnotation {
-					t.Errorf("probe %d = %s (init=%v)", i, specKey(d), d.InitContainer)
+					t.Errorf("probe %d = %s (init=%v)", i, probeKeyOf(d), d.InitContainer)
 				}
 				if !reflect.DeepEqual(d.Probe, want[i]) {
-					t.Errorf("%s probe = %s\nwant %s", d.Type, specJSON(d.Probe), specJSON(want[i]))
+					t.Errorf("%s probe = %s\nwant %s", d.Type, toJSON(d.Probe), toJSON(want[i]))
 				}
-				if !reflect.DeepEqual(d.Container.Ports, specTestPod("-").Spec.Containers[0].Ports) {
+				if !reflect.DeepEqual(d.Container.Ports, testPod("-").Spec.Containers[0].Ports) {
 					t.Errorf("container spec not carried: %+v", d.Container)
 				}
 			}
@@ -190,18 +190,18 @@ func TestDeclaredProbesDefaults(t *testing.T) {
 		{"httpGet.scheme kept", `{"httpGet": {"port": 80, "scheme": "HTTPS"}}`, func(p *v1.Probe) any { return p.HTTPGet.Scheme }, v1.URISchemeHTTPS},
 		{"httpGet.host stays empty", `{"httpGet": {"port": 80}}`, func(p *v1.Probe) any { return p.HTTPGet.Host }, ""},
 		{"httpGet named port left as declared", `{"httpGet": {"port": "http"}}`, func(p *v1.Probe) any { return p.HTTPGet.Port }, intstr.FromString("http")},
-		{"grpc.service becomes empty string", `{"grpc": {"port": 9090}}`, func(p *v1.Probe) any { return p.GRPC.Service }, specPtr("")},
-		{"grpc.service null becomes empty string", `{"grpc": {"port": 9090, "service": null}}`, func(p *v1.Probe) any { return p.GRPC.Service }, specPtr("")},
-		{"grpc.service kept", `{"grpc": {"port": 9090, "service": "liveness"}}`, func(p *v1.Probe) any { return p.GRPC.Service }, specPtr("liveness")},
+		{"grpc.service becomes empty string", `{"grpc": {"port": 9090}}`, func(p *v1.Probe) any { return p.GRPC.Service }, ptrTo("")},
+		{"grpc.service null becomes empty string", `{"grpc": {"port": 9090, "service": null}}`, func(p *v1.Probe) any { return p.GRPC.Service }, ptrTo("")},
+		{"grpc.service kept", `{"grpc": {"port": 9090, "service": "liveness"}}`, func(p *v1.Probe) any { return p.GRPC.Service }, ptrTo("liveness")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ann := specAnn("app", "readinessProbe", tc.probe)
-			got, problems := DeclaredProbes(specTestPod(ann), ProbeSourceAnnotation)
+			ann := annotationOf("app", "readinessProbe", tc.probe)
+			got, problems := DeclaredProbes(testPod(ann), ProbeSourceAnnotation)
 			if len(problems) != 0 || len(got) != 1 {
-				t.Fatalf("got %q, problems %q", specKeys(got), specProblemStrings(problems))
+				t.Fatalf("got %q, problems %q", probeKeysOf(got), problemStrings(problems))
 			}
 			if v := tc.check(got[0].Probe); !reflect.DeepEqual(v, tc.want) {
-				t.Errorf("got %s, want %s", specJSON(v), specJSON(tc.want))
+				t.Errorf("got %s, want %s", toJSON(v), toJSON(tc.want))
 			}
 		})
 	}
@@ -344,10 +344,10 @@ func TestDeclaredProbesValidation(t *testing.T) {
 			// A valid probe on another container must survive whatever this one is.
 			ann := fmt.Sprintf(`{%q: {%q: %s}, "web": {"livenessProbe": {"tcpSocket": {"port": 80}}}}`, tc.container, tc.field, tc.probe)
 			if tc.container == "web" {
-				ann = specAnn("web", tc.field, tc.probe)
+				ann = annotationOf("web", tc.field, tc.probe)
 			}
-			got, problems := DeclaredProbes(specTestPod(ann), ProbeSourceAnnotation)
-			if g := specProblemStrings(problems); !reflect.DeepEqual(g, tc.want) {
+			got, problems := DeclaredProbes(testPod(ann), ProbeSourceAnnotation)
+			if g := problemStrings(problems); !reflect.DeepEqual(g, tc.want) {
 				t.Fatalf("problems:\n got %q\nwant %q", g, tc.want)
 			}
 			wantProbes := 1
@@ -356,15 +356,15 @@ func TestDeclaredProbesValidation(t *testing.T) {
 			}
 			if tc.container != "web" {
 				wantProbes++
-				if last := got[len(got)-1]; specKey(last) != "web/Liveness/ann" {
-					t.Errorf("the other container's valid probe is missing: %q", specKeys(got))
+				if last := got[len(got)-1]; probeKeyOf(last) != "web/Liveness/ann" {
+					t.Errorf("the other container's valid probe is missing: %q", probeKeysOf(got))
 				}
 			}
 			if len(got) != wantProbes {
-				t.Fatalf("got probes %q, want %d", specKeys(got), wantProbes)
+				t.Fatalf("got probes %q, want %d", probeKeysOf(got), wantProbes)
 			}
 			for _, p := range problems {
-				if p.Container != tc.container || p.Type == nil || specProbeFieldName(*p.Type) != tc.field || !p.FromAnnotation {
+				if p.Container != tc.container || p.Type == nil || probeFieldName(*p.Type) != tc.field || !p.FromAnnotation {
 					t.Errorf("problem %+v does not name %s %s", p, tc.container, tc.field)
 				}
 			}
@@ -376,13 +376,13 @@ func TestValidateProbeRequiresHTTPPath(t *testing.T) {
 	// Defaulting always sets a path, so only an undefaulted probe shows the API's rule.
 	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(80), Scheme: v1.URISchemeHTTP}},
 		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
-	errs := specValidateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
+	errs := validateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
 	if len(errs) != 1 || errs[0].Error() != "readinessProbe.httpGet.path: Required value" {
 		t.Fatalf("errs = %v", errs)
 	}
 	p.HTTPGet.Port = intstr.IntOrString{Type: 7}
 	p.HTTPGet.Path = "/"
-	errs = specValidateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
+	errs = validateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "unknown port type 7") {
 		t.Fatalf("errs = %v", errs)
 	}
@@ -391,7 +391,7 @@ func TestValidateProbeRequiresHTTPPath(t *testing.T) {
 func TestDeclaredProbesMalformedAnnotation(t *testing.T) {
 	// The pod spec declares a readiness probe on web, so "both" has something to fall back on.
 	withSpec := func(ann string) *v1.Pod {
-		pod := specTestPod(ann)
+		pod := testPod(ann)
 		pod.Spec.Containers[1].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
 		return pod
 	}
@@ -459,7 +459,7 @@ func TestDeclaredProbesMalformedAnnotation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, src := range []ProbeSource{ProbeSourceAnnotation, ProbeSourceBoth} {
 				got, problems := DeclaredProbes(withSpec(tc.ann), src)
-				if g := specProblemStrings(problems); len(g) != 1 || g[0] != tc.want {
+				if g := problemStrings(problems); len(g) != 1 || g[0] != tc.want {
 					t.Fatalf("%s: problems:\n got %q\nwant [%q]", src, g, tc.want)
 				}
 				if p := problems[0]; p.Container != "" || p.Type != nil || p.Field != "" || !p.FromAnnotation {
@@ -469,7 +469,7 @@ func TestDeclaredProbesMalformedAnnotation(t *testing.T) {
 				if src == ProbeSourceBoth {
 					want = []string{"web/Readiness/spec"}
 				}
-				if g := specKeys(got); !reflect.DeepEqual(g, want) {
+				if g := probeKeysOf(got); !reflect.DeepEqual(g, want) {
 					t.Errorf("%s: probes %q, want %q", src, g, want)
 				}
 			}
@@ -483,12 +483,12 @@ func TestDeclaredProbesDecodeErrorsAreCapped(t *testing.T) {
 		fields = append(fields, fmt.Sprintf(`"bad%02d": 1`, i))
 	}
 	ann := `{"app": {"readinessProbe": {` + strings.Join(fields, ",") + `}}}`
-	_, problems := DeclaredProbes(specTestPod(ann), ProbeSourceAnnotation)
+	_, problems := DeclaredProbes(testPod(ann), ProbeSourceAnnotation)
 	if len(problems) != 1 {
-		t.Fatalf("problems = %q", specProblemStrings(problems))
+		t.Fatalf("problems = %q", problemStrings(problems))
 	}
 	d := problems[0].Detail
-	if n := strings.Count(d, "unknown field"); n != specMaxDecodeErrors || !strings.HasSuffix(d, "; and more") {
+	if n := strings.Count(d, "unknown field"); n != maxDecodeErrors || !strings.HasSuffix(d, "; and more") {
 		t.Errorf("detail lists %d errors: %s", n, d)
 	}
 }
@@ -509,9 +509,9 @@ func TestDeclaredProbesDeclaresNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, src := range []ProbeSource{ProbeSourceAnnotation, ProbeSourceSpec, ProbeSourceBoth} {
-				got, problems := DeclaredProbes(specTestPod(tc.ann), src)
+				got, problems := DeclaredProbes(testPod(tc.ann), src)
 				if len(got) != 0 || len(problems) != 0 {
-					t.Errorf("%s: got %q, problems %q", src, specKeys(got), specProblemStrings(problems))
+					t.Errorf("%s: got %q, problems %q", src, probeKeysOf(got), problemStrings(problems))
 				}
 			}
 		})
@@ -553,16 +553,16 @@ func TestDeclaredProbesTargets(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, problems := DeclaredProbes(specTestPod(tc.ann), ProbeSourceAnnotation)
-			if g := specKeys(got); !reflect.DeepEqual(g, tc.wantProbes) {
+			got, problems := DeclaredProbes(testPod(tc.ann), ProbeSourceAnnotation)
+			if g := probeKeysOf(got); !reflect.DeepEqual(g, tc.wantProbes) {
 				t.Errorf("probes %q, want %q", g, tc.wantProbes)
 			}
-			if g := specProblemStrings(problems); !reflect.DeepEqual(g, tc.wantProblems) {
+			if g := problemStrings(problems); !reflect.DeepEqual(g, tc.wantProblems) {
 				t.Errorf("problems:\n got %q\nwant %q", g, tc.wantProblems)
 			}
 			for _, d := range got {
 				if d.InitContainer != (d.Container.Name == "sidecar") {
-					t.Errorf("%s: InitContainer = %v", specKey(d), d.InitContainer)
+					t.Errorf("%s: InitContainer = %v", probeKeyOf(d), d.InitContainer)
 				}
 			}
 		})
@@ -574,7 +574,7 @@ func TestDeclaredProbesSources(t *testing.T) {
 		return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{cmd}}}}
 	}
 	specPod := func(ann string) *v1.Pod {
-		pod := specTestPod(ann)
+		pod := testPod(ann)
 		pod.Spec.InitContainers[0].ReadinessProbe = exec("plain-init") // the API forbids it; never run
 		pod.Spec.InitContainers[1].StartupProbe = exec("sidecar-spec")
 		pod.Spec.Containers[0].LivenessProbe = exec("app-spec")
@@ -613,7 +613,7 @@ func TestDeclaredProbesSources(t *testing.T) {
 		{"both: an invalid annotation probe still wins", ProbeSourceBoth, invalidAnn,
 			[]string{"sidecar/Startup/spec=sidecar-spec", "app/Readiness/spec=app-spec"},
 			[]string{appAnnProblem, webSpecProblem}},
-		{"both: the annotation fixes an invalid spec probe", ProbeSourceBoth, specAnn("web", "readinessProbe", `{"exec": {"command": ["web-ann"]}}`),
+		{"both: the annotation fixes an invalid spec probe", ProbeSourceBoth, annotationOf("web", "readinessProbe", `{"exec": {"command": ["web-ann"]}}`),
 			[]string{"sidecar/Startup/spec=sidecar-spec", "app/Liveness/spec=app-spec", "app/Readiness/spec=app-spec", "web/Readiness/ann=web-ann"},
 			nil},
 		{"both without annotation", ProbeSourceBoth, "-",
@@ -624,15 +624,15 @@ func TestDeclaredProbesSources(t *testing.T) {
 			got, problems := DeclaredProbes(specPod(tc.ann), tc.src)
 			var keys []string
 			for _, d := range got {
-				keys = append(keys, specKey(d)+"="+d.Probe.Exec.Command[0])
+				keys = append(keys, probeKeyOf(d)+"="+d.Probe.Exec.Command[0])
 				if d.Probe.PeriodSeconds != 10 || d.Probe.TimeoutSeconds != 1 || d.Probe.FailureThreshold != 3 {
-					t.Errorf("%s not defaulted: %s", specKey(d), specJSON(d.Probe))
+					t.Errorf("%s not defaulted: %s", probeKeyOf(d), toJSON(d.Probe))
 				}
 			}
 			if !reflect.DeepEqual(keys, tc.wantProbes) {
 				t.Errorf("probes:\n got %q\nwant %q", keys, tc.wantProbes)
 			}
-			if g := specProblemStrings(problems); !reflect.DeepEqual(g, tc.wantProblems) {
+			if g := problemStrings(problems); !reflect.DeepEqual(g, tc.wantProblems) {
 				t.Errorf("problems:\n got %q\nwant %q", g, tc.wantProblems)
 			}
 			for _, p := range problems {
@@ -672,13 +672,13 @@ func TestDeclaredProbesOrder(t *testing.T) {
 		"a-main/Liveness/spec", "a-main/Readiness/ann", "a-main/Startup/ann",
 	}
 	first, _ := DeclaredProbes(pod, ProbeSourceBoth)
-	if g := specKeys(first); !reflect.DeepEqual(g, want) {
+	if g := probeKeysOf(first); !reflect.DeepEqual(g, want) {
 		t.Fatalf("order:\n got %q\nwant %q", g, want)
 	}
 	for range 50 {
 		again, _ := DeclaredProbes(pod, ProbeSourceBoth)
 		if !reflect.DeepEqual(again, first) {
-			t.Fatalf("not deterministic: %q", specKeys(again))
+			t.Fatalf("not deterministic: %q", probeKeysOf(again))
 		}
 	}
 }
@@ -695,17 +695,17 @@ func TestDeclaredProbesDuplicateContainerNamesFirstWins(t *testing.T) {
 	}
 	got, problems := DeclaredProbes(pod, ProbeSourceAnnotation)
 	if len(problems) != 0 || len(got) != 1 || !got[0].InitContainer {
-		t.Fatalf("got %q (init=%v), problems %q", specKeys(got), len(got) > 0 && got[0].InitContainer, specProblemStrings(problems))
+		t.Fatalf("got %q (init=%v), problems %q", probeKeysOf(got), len(got) > 0 && got[0].InitContainer, problemStrings(problems))
 	}
 }
 
 func TestDeclaredProbesCopies(t *testing.T) {
-	pod := specTestPod(`{"app": {"readinessProbe": {"httpGet": {"port": "http", "httpHeaders": [{"name": "X-A", "value": "1"}]}}}}`)
+	pod := testPod(`{"app": {"readinessProbe": {"httpGet": {"port": "http", "httpHeaders": [{"name": "X-A", "value": "1"}]}}}}`)
 	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090}}}
 	before := pod.DeepCopy()
 	got, problems := DeclaredProbes(pod, ProbeSourceBoth)
 	if len(problems) != 0 || len(got) != 2 {
-		t.Fatalf("got %q, problems %q", specKeys(got), specProblemStrings(problems))
+		t.Fatalf("got %q, problems %q", probeKeysOf(got), problemStrings(problems))
 	}
 	if !reflect.DeepEqual(pod, before) {
 		t.Fatal("DeclaredProbes modified the pod (e.g. defaulted its spec probes)")
@@ -801,12 +801,12 @@ func TestProbeSpecEqual(t *testing.T) {
 			p.HTTPGet.Path, p.HTTPGet.Scheme = "/", v1.URISchemeHTTP
 		}), true},
 		{"grpc nil and empty service", &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 1}}},
-			&v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 1, Service: specPtr("")}}}, true},
+			&v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 1, Service: ptrTo("")}}}, true},
 		{"nil and empty headers", base(), with(func(p *v1.Probe) { p.HTTPGet.HTTPHeaders = []v1.HTTPHeader{} }), true},
 		{"period changed", base(), with(func(p *v1.Probe) { p.PeriodSeconds = 2 }), false},
 		{"path changed", base(), with(func(p *v1.Probe) { p.HTTPGet.Path = "/ready" }), false},
 		{"named vs numeric port", base(), with(func(p *v1.Probe) { p.HTTPGet.Port = intstr.FromInt32(8080) }), false},
-		{"grace period set", base(), with(func(p *v1.Probe) { p.TerminationGracePeriodSeconds = specPtr(int64(5)) }), false},
+		{"grace period set", base(), with(func(p *v1.Probe) { p.TerminationGracePeriodSeconds = ptrTo(int64(5)) }), false},
 		{"handler changed", base(), &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("http")}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,13 +1,13 @@
-package manager
+package probespec
 
 import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// specKeepAliveHandlers are the handlers whose connection can be kept
+// keepAliveHandlers are the handlers whose connection can be kept
 // between runs; "probed.io/keepAlive": true on any other is invalid.
-var specKeepAliveHandlers = []struct {
+var keepAliveHandlers = []struct {
 	name string
 	set  func(*v1.ProbeHandler) bool
 }{
@@ -15,13 +15,13 @@ var specKeepAliveHandlers = []struct {
 	{"grpc", func(h *v1.ProbeHandler) bool { return h.GRPC != nil }},
 }
 
-// specCheckKeepAlive validates a probe's "probed.io/keepAlive" (nil: absent).
+// checkKeepAlive validates a probe's "probed.io/keepAlive" (nil: absent).
 // false asks for the default and is valid on any probe.
-func specCheckKeepAlive(p *v1.Probe, keepAlive *bool, path *field.Path) field.ErrorList {
+func checkKeepAlive(p *v1.Probe, keepAlive *bool, path *field.Path) field.ErrorList {
 	if keepAlive == nil || !*keepAlive {
 		return nil
 	}
-	for _, h := range specKeepAliveHandlers {
+	for _, h := range keepAliveHandlers {
 		if h.set(&p.ProbeHandler) {
 			return nil
 		}

@@ -1,4 +1,4 @@
-package manager
+package probespec
 
 // The API's probe validation for v1.33 (validateLivenessProbe,
 // validateReadinessProbe, validateStartupProbe, validateProbe,
@@ -22,34 +22,34 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
-// specProbeInput is what a rule checks: one defaulted probe of one container.
-type specProbeInput struct {
+// probeInput is what a rule checks: one defaulted probe of one container.
+type probeInput struct {
 	probe     *v1.Probe
 	typ       prober.ProbeType
 	container *v1.Container
 	path      *field.Path // the probe itself, e.g. "readinessProbe"
 }
 
-// specProbeRules are applied in order to every probe of the listed types
+// probeRules are applied in order to every probe of the listed types
 // (nil: every type). The order is the API's, so errors come out as it lists them.
-var specProbeRules = []struct {
+var probeRules = []struct {
 	name  string
 	types []prober.ProbeType
-	check func(in specProbeInput) field.ErrorList
+	check func(in probeInput) field.ErrorList
 }{
-	{"exactly one valid handler", nil, specCheckHandler},
-	{"non-negative numbers", nil, specCheckCounts},
-	{"terminationGracePeriodSeconds > 0", nil, specCheckGracePeriodPositive},
-	{"successThreshold is 1", []prober.ProbeType{prober.Liveness, prober.Startup}, specCheckSuccessThresholdOne},
-	{"no terminationGracePeriodSeconds", []prober.ProbeType{prober.Readiness}, specCheckNoGracePeriod},
+	{"exactly one valid handler", nil, checkHandler},
+	{"non-negative numbers", nil, checkCounts},
+	{"terminationGracePeriodSeconds > 0", nil, checkGracePeriodPositive},
+	{"successThreshold is 1", []prober.ProbeType{prober.Liveness, prober.Startup}, checkSuccessThresholdOne},
+	{"no terminationGracePeriodSeconds", []prober.ProbeType{prober.Readiness}, checkNoGracePeriod},
 }
 
-// specValidateProbe validates a defaulted probe of type t on container c.
+// validateProbe validates a defaulted probe of type t on container c.
 // Error paths start at the probe's own field name, e.g. "readinessProbe.httpGet.port".
-func specValidateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.ErrorList {
-	in := specProbeInput{probe: p, typ: t, container: c, path: field.NewPath(specProbeFieldName(t))}
+func validateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.ErrorList {
+	in := probeInput{probe: p, typ: t, container: c, path: field.NewPath(probeFieldName(t))}
 	var errs field.ErrorList
-	for _, r := range specProbeRules {
+	for _, r := range probeRules {
 		if r.types == nil || slices.Contains(r.types, t) {
 			errs = append(errs, r.check(in)...)
 		}
@@ -57,10 +57,10 @@ func specValidateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.E
 	return errs
 }
 
-// specProbeProblems turns validation errors into problems whose Field is
+// probeProblems turns validation errors into problems whose Field is
 // relative to the probe.
-func specProbeProblems(container string, t prober.ProbeType, fromAnnotation bool, errs field.ErrorList) []ProbeProblem {
-	root := specProbeFieldName(t)
+func probeProblems(container string, t prober.ProbeType, fromAnnotation bool, errs field.ErrorList) []ProbeProblem {
+	root := probeFieldName(t)
 	out := make([]ProbeProblem, 0, len(errs))
 	for _, e := range errs {
 		f := strings.TrimPrefix(strings.TrimPrefix(e.Field, root), ".")
@@ -76,23 +76,23 @@ func specProbeProblems(container string, t prober.ProbeType, fromAnnotation bool
 	return out
 }
 
-// specProbeHandlers are a probe's handler kinds, in the API's order. The
+// probeHandlers are a probe's handler kinds, in the API's order. The
 // first one set counts; any other set is forbidden.
-var specProbeHandlers = []struct {
+var probeHandlers = []struct {
 	name     string
 	set      func(*v1.ProbeHandler) bool
 	validate func(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList
 }{
-	{"exec", func(h *v1.ProbeHandler) bool { return h.Exec != nil }, specCheckExec},
-	{"httpGet", func(h *v1.ProbeHandler) bool { return h.HTTPGet != nil }, specCheckHTTPGet},
-	{"tcpSocket", func(h *v1.ProbeHandler) bool { return h.TCPSocket != nil }, specCheckTCPSocket},
-	{"grpc", func(h *v1.ProbeHandler) bool { return h.GRPC != nil }, specCheckGRPC},
+	{"exec", func(h *v1.ProbeHandler) bool { return h.Exec != nil }, checkExec},
+	{"httpGet", func(h *v1.ProbeHandler) bool { return h.HTTPGet != nil }, checkHTTPGet},
+	{"tcpSocket", func(h *v1.ProbeHandler) bool { return h.TCPSocket != nil }, checkTCPSocket},
+	{"grpc", func(h *v1.ProbeHandler) bool { return h.GRPC != nil }, checkGRPC},
 }
 
-func specCheckHandler(in specProbeInput) field.ErrorList {
+func checkHandler(in probeInput) field.ErrorList {
 	var errs field.ErrorList
 	found := false
-	for _, h := range specProbeHandlers {
+	for _, h := range probeHandlers {
 		if !h.set(&in.probe.ProbeHandler) {
 			continue
 		}
@@ -110,9 +110,9 @@ func specCheckHandler(in specProbeInput) field.ErrorList {
 	return errs
 }
 
-// specProbeCounts are the probe's numbers that must not be negative. Zero
+// probeCounts are the probe's numbers that must not be negative. Zero
 // never reaches validation where a default exists.
-var specProbeCounts = []struct {
+var probeCounts = []struct {
 	name string
 	get  func(*v1.Probe) int32
 }{
@@ -123,54 +123,54 @@ var specProbeCounts = []struct {
 	{"failureThreshold", func(p *v1.Probe) int32 { return p.FailureThreshold }},
 }
 
-func specCheckCounts(in specProbeInput) field.ErrorList {
+func checkCounts(in probeInput) field.ErrorList {
 	var errs field.ErrorList
-	for _, c := range specProbeCounts {
+	for _, c := range probeCounts {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(c.get(in.probe)), in.path.Child(c.name))...)
 	}
 	return errs
 }
 
-func specCheckGracePeriodPositive(in specProbeInput) field.ErrorList {
+func checkGracePeriodPositive(in probeInput) field.ErrorList {
 	if g := in.probe.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
 		return field.ErrorList{field.Invalid(in.path.Child("terminationGracePeriodSeconds"), *g, "must be greater than 0")}
 	}
 	return nil
 }
 
-func specCheckSuccessThresholdOne(in specProbeInput) field.ErrorList {
+func checkSuccessThresholdOne(in probeInput) field.ErrorList {
 	if in.probe.SuccessThreshold != 1 {
 		return field.ErrorList{field.Invalid(in.path.Child("successThreshold"), in.probe.SuccessThreshold, "must be 1")}
 	}
 	return nil
 }
 
-func specCheckNoGracePeriod(in specProbeInput) field.ErrorList {
+func checkNoGracePeriod(in probeInput) field.ErrorList {
 	if g := in.probe.TerminationGracePeriodSeconds; g != nil {
 		return field.ErrorList{field.Invalid(in.path.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes")}
 	}
 	return nil
 }
 
-func specCheckExec(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
+func checkExec(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
 	if len(h.Exec.Command) == 0 {
 		return field.ErrorList{field.Required(path.Child("command"), "")}
 	}
 	return nil
 }
 
-// specHTTPSchemes are the schemes an httpGet probe may use.
-var specHTTPSchemes = []v1.URIScheme{v1.URISchemeHTTP, v1.URISchemeHTTPS}
+// httpSchemes are the schemes an httpGet probe may use.
+var httpSchemes = []v1.URIScheme{v1.URISchemeHTTP, v1.URISchemeHTTPS}
 
-func specCheckHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
+func checkHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
 	g := h.HTTPGet
 	var errs field.ErrorList
 	if g.Path == "" {
 		errs = append(errs, field.Required(path.Child("path"), ""))
 	}
-	errs = append(errs, specCheckPort(g.Port, c, path.Child("port"))...)
-	if !slices.Contains(specHTTPSchemes, g.Scheme) {
-		errs = append(errs, field.NotSupported(path.Child("scheme"), g.Scheme, specHTTPSchemes))
+	errs = append(errs, checkPort(g.Port, c, path.Child("port"))...)
+	if !slices.Contains(httpSchemes, g.Scheme) {
+		errs = append(errs, field.NotSupported(path.Child("scheme"), g.Scheme, httpSchemes))
 	}
 	for i, hdr := range g.HTTPHeaders {
 		for _, msg := range validation.IsHTTPHeaderName(hdr.Name) {
@@ -180,16 +180,16 @@ func specCheckHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) fie
 	return errs
 }
 
-func specCheckTCPSocket(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
-	return specCheckPort(h.TCPSocket.Port, c, path.Child("port"))
+func checkTCPSocket(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
+	return checkPort(h.TCPSocket.Port, c, path.Child("port"))
 }
 
-// specCheckGRPC checks grpc.port, which is a number only (its type says so).
-func specCheckGRPC(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
-	return specCheckPortNumber(int(h.GRPC.Port), path.Child("port"))
+// checkGRPC checks grpc.port, which is a number only (its type says so).
+func checkGRPC(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
+	return checkPortNumber(int(h.GRPC.Port), path.Child("port"))
 }
 
-func specCheckPortNumber(port int, path *field.Path) field.ErrorList {
+func checkPortNumber(port int, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsValidPortNum(port) {
 		errs = append(errs, field.Invalid(path, port, msg))
@@ -197,13 +197,13 @@ func specCheckPortNumber(port int, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// specCheckPort checks a port given as a number or a name (ValidatePortNumOrName),
+// checkPort checks a port given as a number or a name (ValidatePortNumOrName),
 // and that a valid name resolves, as the kubelet resolves it: the first of
 // the container's ports with that name, whatever its protocol.
-func specCheckPort(port intstr.IntOrString, c *v1.Container, path *field.Path) field.ErrorList {
+func checkPort(port intstr.IntOrString, c *v1.Container, path *field.Path) field.ErrorList {
 	switch port.Type {
 	case intstr.Int:
-		return specCheckPortNumber(int(port.IntVal), path)
+		return checkPortNumber(int(port.IntVal), path)
 	case intstr.String:
 		var errs field.ErrorList
 		for _, msg := range validation.IsValidPortName(port.StrVal) {
@@ -212,12 +212,12 @@ func specCheckPort(port intstr.IntOrString, c *v1.Container, path *field.Path) f
 		if len(errs) > 0 {
 			return errs
 		}
-		return specCheckPortResolves(port.StrVal, c, path)
+		return checkPortResolves(port.StrVal, c, path)
 	}
 	return field.ErrorList{field.Invalid(path, port, fmt.Sprintf("unknown port type %d", port.Type))}
 }
 
-func specCheckPortResolves(name string, c *v1.Container, path *field.Path) field.ErrorList {
+func checkPortResolves(name string, c *v1.Container, path *field.Path) field.ErrorList {
 	for _, cp := range c.Ports {
 		if cp.Name != name {
 			continue

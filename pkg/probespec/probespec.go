@@ -1,13 +1,17 @@
-package manager
-
-// This file turns a pod into the probes probed must run (contract §1): the
-// probed.io/probes annotation, the pod spec's own probe fields, or both.
+// Package probespec turns a pod into the probes probed must run (contract
+// §1): the probed.io/probes annotation, the pod spec's own probe fields, or
+// both, parsed, defaulted and validated exactly as the API would. It is the
+// one home of those rules: the daemon, the adoption webhook and the
+// converter judge a probe valid or invalid the same way, with the same
+// messages.
 //
 // The pieces live in sibling files:
-//   - spec_parse.go:    strict decoding of the annotation (JSON or YAML);
-//   - spec_defaults.go: the API's defaults, as a table;
-//   - spec_validate.go: the API's validation (validateProbe and friends), as tables;
-//   - spec_targets.go:  which containers may be probed.
+//   - parse.go:    strict decoding of the annotation (JSON or YAML);
+//   - defaults.go: the API's defaults, as a table;
+//   - validate.go: the API's validation (validateProbe and friends), as tables;
+//   - targets.go:  which containers may be probed;
+//   - keepalive.go: the probed.io/keepAlive extension.
+package probespec
 
 import (
 	"fmt"
@@ -143,7 +147,7 @@ func (p ProbeProblem) String() string {
 			fmt.Fprintf(&b, "container %q: ", p.Container)
 		}
 	} else {
-		fmt.Fprintf(&b, "container %q %s: ", p.Container, specProbeFieldName(*p.Type))
+		fmt.Fprintf(&b, "container %q %s: ", p.Container, probeFieldName(*p.Type))
 	}
 	if p.Field != "" {
 		b.WriteString(p.Field)
@@ -153,9 +157,9 @@ func (p ProbeProblem) String() string {
 	return b.String()
 }
 
-// specProbeTypes lists the probe types in output order, with their API field
+// probeTypes lists the probe types in output order, with their API field
 // names and where the pod spec keeps them.
-var specProbeTypes = []struct {
+var probeTypes = []struct {
 	typ    prober.ProbeType
 	field  string
 	specOf func(*v1.Container) *v1.Probe
@@ -165,9 +169,9 @@ var specProbeTypes = []struct {
 	{prober.Startup, "startupProbe", func(c *v1.Container) *v1.Probe { return c.StartupProbe }},
 }
 
-// specProbeFieldName returns the container field name of a probe type, e.g. "readinessProbe".
-func specProbeFieldName(t prober.ProbeType) string {
-	for _, pt := range specProbeTypes {
+// probeFieldName returns the container field name of a probe type, e.g. "readinessProbe".
+func probeFieldName(t prober.ProbeType) string {
+	for _, pt := range probeTypes {
 		if pt.typ == t {
 			return pt.field
 		}
@@ -197,23 +201,23 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 	if pod == nil {
 		return nil, nil
 	}
-	targets, kinds := specTargetsOf(pod)
+	targets, kinds := targetsOf(pod)
 
 	var problems []ProbeProblem
-	var annotated map[string]specAnnotationEntry
+	var annotated map[string]annotationEntry
 	if raw, ok := pod.Annotations[ProbesAnnotation]; ok && src.fromAnnotation() {
-		entries, whole := specDecodeAnnotation(raw)
+		entries, whole := decodeAnnotation(raw)
 		if whole != nil {
 			problems = append(problems, *whole)
 		} else {
-			annotated, problems = specCheckAnnotationKeys(entries, kinds, problems)
+			annotated, problems = checkAnnotationKeys(entries, kinds, problems)
 		}
 	}
 
 	var probes []DeclaredProbe
 	for _, tg := range targets {
 		entry := annotated[tg.container.Name]
-		for _, pt := range specProbeTypes {
+		for _, pt := range probeTypes {
 			var probe *v1.Probe
 			var keepAlive *bool
 			fromAnnotation := true
@@ -229,11 +233,11 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				}
 			}
 			probe = probe.DeepCopy()
-			specSetProbeDefaults(probe)
-			errs := specValidateProbe(probe, pt.typ, tg.container)
-			errs = append(errs, specCheckKeepAlive(probe, keepAlive, field.NewPath(pt.field))...)
+			setProbeDefaults(probe)
+			errs := validateProbe(probe, pt.typ, tg.container)
+			errs = append(errs, checkKeepAlive(probe, keepAlive, field.NewPath(pt.field))...)
 			if len(errs) > 0 {
-				problems = append(problems, specProbeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
+				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
 			}
 			probes = append(probes, DeclaredProbe{
@@ -258,7 +262,7 @@ func ProbeSpecEqual(a, b *v1.Probe) bool {
 		return a == b
 	}
 	da, db := a.DeepCopy(), b.DeepCopy()
-	specSetProbeDefaults(da)
-	specSetProbeDefaults(db)
+	setProbeDefaults(da)
+	setProbeDefaults(db)
 	return equality.Semantic.DeepEqual(da, db)
 }

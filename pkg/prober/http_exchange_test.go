@@ -46,7 +46,7 @@ func newScriptServer(t *testing.T, script func(c net.Conn)) *scriptServer {
 			go func() {
 				defer s.wg.Done()
 				defer func() { _ = c.Close() }()
-				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				_ = c.SetDeadline(time.Now().Add(15 * time.Second))
 				r := bufio.NewReader(c)
 				for {
 					line, err := r.ReadString('\n')
@@ -135,6 +135,7 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 		reqs   int32  // requests per probe; 0 means 1
 		target int32  // requests per probe to the redirect target
 		want   Result // the kubelet's result, when the case is about it
+		slow   bool   // 10s timeout, not 1s: parsing takes long under -race
 	}{
 		{name: "200 with length", script: reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), want: Success},
 		{name: "200 until close", script: reply("HTTP/1.1 200 OK\r\n\r\nbody until close"), want: Success},
@@ -150,7 +151,7 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 
 		{name: "chunked", script: reply(chunked + "5\r\nhello\r\n0\r\n\r\n"), want: Success},
 		{name: "slow chunked", script: slowly(500*time.Millisecond, chunked+"5\r\nhello\r\n0\r\n\r\n"), want: Success},
-		{name: "chunks trickling", script: slowly(200*time.Millisecond, chunked, "1\r\na\r\n", "1\r\nb\r\n", "0\r\n\r\n"), want: Success},
+		{name: "chunks trickling", script: slowly(100*time.Millisecond, chunked, "1\r\na\r\n", "1\r\nb\r\n", "0\r\n\r\n"), want: Success},
 		{name: "bad chunk", script: reply(chunked + "zz\r\nbad chunk\r\n")},
 		{name: "chunked then silence", script: silentAfter(chunked + "5\r\nhello\r\n")},
 
@@ -158,7 +159,7 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 		{name: "103 then 200", script: reply("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), want: Success},
 		{name: "100 then 103 then 503", script: reply("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n"), want: Failure},
 		{name: "100 slowly then 200", script: slowly(300*time.Millisecond, "HTTP/1.1 100 Continue\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), want: Success},
-		{name: "more 1xx than net/http reads", script: reply(oneXXFlood()), want: Failure},
+		{name: "more 1xx than net/http reads", script: reply(oneXXFlood()), want: Failure, slow: true},
 		{name: "101", script: reply("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\nafter")},
 		{name: "100 then garbage", script: reply("HTTP/1.1 100 Continue\r\n\r\ngarbage\r\n\r\n")},
 
@@ -192,11 +193,15 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 	}
 	fast := New(nil, Options{})
 	off := New(nil, Options{DisableFastPaths: true})
-	kubelet := kubeletHTTPClient(time.Second)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newScriptServer(t, tc.script)
 			spec := httpSpec("/hz", srv.port(t))
+			kubelet := kubeletHTTPClient(time.Second)
+			if tc.slow {
+				spec.TimeoutSeconds = 10
+				kubelet = kubeletHTTPClient(10 * time.Second)
+			}
 			wantReqs := max(tc.reqs, 1)
 			check := func(who string, run func() (Result, string, error)) (Result, string, error) {
 				t.Helper()

@@ -53,6 +53,21 @@ func BenchmarkHTTPProbeNetHTTP(b *testing.B) {
 	benchProbeWith(b, p, httpSpec("/healthz", port), Target{PodIP: "127.0.0.1"})
 }
 
+// BenchmarkHTTPProbeHandover: a chunked answer, which the fast path hands
+// over to net/http on its connection; ...NetHTTP is the same without it.
+func BenchmarkHTTPProbeHandover(b *testing.B) { benchChunked(b, false) }
+
+func BenchmarkHTTPProbeHandoverNetHTTP(b *testing.B) { benchChunked(b, true) }
+
+func benchChunked(b *testing.B, noFast bool) {
+	_, _, port := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+		w.(http.Flusher).Flush() // no Content-Length: the body is chunked
+	}))
+	p := New(nil, Options{DisableFastPaths: noFast})
+	benchProbeWith(b, p, httpSpec("/healthz", port), Target{PodIP: "127.0.0.1"})
+}
+
 func BenchmarkHTTPProbeKeepAlive(b *testing.B) {
 	_, _, port := serve(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("ok"))

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,13 +23,15 @@ import (
 )
 
 // rawServer is a loopback TCP server that answers every connection with the
-// same raw bytes, whatever was asked, then closes it.
+// same raw bytes, whatever was asked, then closes it. It counts connections:
+// one per request, as clients do not reuse a connection it closes.
 type rawServer struct {
-	ln   net.Listener
-	port int
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	data []byte
+	ln    net.Listener
+	port  int
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	data  []byte
+	conns atomic.Int64
 }
 
 func newRawServer(t testing.TB) *rawServer {
@@ -58,6 +61,7 @@ func (s *rawServer) serve() {
 		if err != nil {
 			return
 		}
+		s.conns.Add(1)
 		s.mu.Lock()
 		data := s.data
 		s.mu.Unlock()
@@ -190,7 +194,8 @@ func maxQuotedOutput(response []byte) int {
 // line, headers, body, redirects) to an httpGet probe on loopback. The probe
 // must not panic or hang beyond its timeout and retries, must keep its output
 // bounded, and must reach exactly the kubelet's result, output and event for
-// the same response. "$A" and "$B" in the input become the ports of the
+// the same response, sending exactly the kubelet's requests (no request
+// twice, redirects and retries as the kubelet's). "$A" and "$B" in the input become the ports of the
 // fuzzed server and of a second one that always answers 200, so redirects
 // can point at either.
 func FuzzHTTPResponse(f *testing.F) {
@@ -218,6 +223,9 @@ func FuzzHTTPResponse(f *testing.F) {
 		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 302 Found\r\nLocation: /x\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\ngarbage\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\na\nb",
 		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
 		"HTTP/1.1 OK\r\n\r\n",
 		"HTTP/1.1 2000 OK\r\n\r\n",
@@ -256,6 +264,8 @@ func FuzzHTTPResponse(f *testing.F) {
 			out string
 			err error
 		}
+		requests := func() int64 { return a.conns.Load() + b.conns.Load() }
+		before := requests()
 		sink := &recordingSink{}
 		done := make(chan outcome, 1)
 		go func() {
@@ -275,7 +285,11 @@ func FuzzHTTPResponse(f *testing.F) {
 		if n := len(got.out); n > maxQuotedOutput(data) {
 			t.Fatalf("output of %d bytes for a response of %d", n, len(data))
 		}
+		ours := requests() - before
 		wantRes, wantOut, wantEvents := kubeletProbe(ref, url)
+		if kubelets := requests() - before - ours; ours != kubelets {
+			t.Fatalf("response %q: probed sent %d requests, the kubelet %d", data, ours, kubelets)
+		}
 		if got.res != wantRes || normalise(got.out) != normalise(wantOut) {
 			t.Fatalf("response %q:\nprobed  %s %q (err %v)\nkubelet %s %q", data, got.res, got.out, got.err, wantRes, wantOut)
 		}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -17,14 +18,20 @@ import (
 )
 
 // TestIPv6PodIP runs each network probe against [::1]: the pod IP must be
-// bracketed when joined with the port.
+// bracketed when joined with the port. A chunked answer, which the HTTP
+// exchange hands over to net/http, is still one request.
 func TestIPv6PodIP(t *testing.T) {
 	l, err := net.Listen("tcp", "[::1]:0")
 	if err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
+	var chunkedReqs atomic.Int32
 	s := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("v6"))
+		if r.URL.Path == "/chunked" {
+			chunkedReqs.Add(1)
+			w.(http.Flusher).Flush()
+		}
 	})}}
 	s.Start()
 	defer s.Close()
@@ -43,7 +50,8 @@ func TestIPv6PodIP(t *testing.T) {
 	_, grpcPort := hostPort(t, gl.Addr().String())
 
 	specs := map[string]*v1.Probe{
-		"http": httpSpec("/", httpPort),
+		"http":         httpSpec("/", httpPort),
+		"http chunked": httpSpec("/chunked", httpPort),
 		"tcp": {TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{
 			TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(httpPort))}}},
 		"grpc": grpcSpec(grpcPort, ""),
@@ -56,5 +64,8 @@ func TestIPv6PodIP(t *testing.T) {
 				t.Errorf("Probe = %v, %q, %v", res, out, err)
 			}
 		})
+	}
+	if n := chunkedReqs.Load(); n != 1 {
+		t.Errorf("%d requests for the chunked probe; want 1", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -287,5 +288,99 @@ func TestParseTCPCloseMode(t *testing.T) {
 	}
 	if _, err := ParseTCPCloseMode("RST"); err == nil {
 		t.Error("RST accepted")
+	}
+}
+
+// TestHTTPKeepAliveNeverResends: on a kept connection, an answer the
+// exchange hands over to net/http is read there, whatever it is; only a
+// request that got nothing at all back (the server had closed the idle
+// connection) is sent again, on a new connection, as net/http's Transport
+// does with a reused connection.
+func TestHTTPKeepAliveNeverResends(t *testing.T) {
+	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	steps := []struct {
+		resp  string // "" closes without answering
+		close bool   // close after answering
+	}{
+		{resp: ok},
+		{resp: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
+		{resp: "garbage\r\n\r\n", close: true},
+		{resp: ok},
+		{resp: ""},
+		{resp: ok},
+		{resp: "HTTP/1.1 200 OK\r\nContent-", close: true},
+	}
+	var reqs, conns atomic.Int32
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer func() { _ = l.Close() }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = c.Close() }()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				r := bufio.NewReader(c)
+				for {
+					for {
+						line, err := r.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if line == "\r\n" {
+							break
+						}
+					}
+					i := int(reqs.Add(1)) - 1
+					if i >= len(steps) || steps[i].resp == "" {
+						return
+					}
+					if _, err := c.Write([]byte(steps[i].resp)); err != nil || steps[i].close {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	_, port := hostPort(t, l.Addr().String())
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/hz"
+
+	s := NewSession()
+	defer s.Close()
+	p := New(nil, Options{})
+	target := Target{PodIP: "127.0.0.1", KeepAlive: true, Session: s}
+	spec := httpSpec("/hz", port)
+	for i, want := range []struct {
+		res Result
+		out string
+	}{
+		{Success, "ok"},
+		{Success, "hello"},
+		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed HTTP response "garbage"`},
+		{Success, "ok"},
+		{Success, "ok"}, // sent twice: the kept connection answered nothing
+		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "Content-"`},
+	} {
+		if r, out, err := p.runOnce(context.Background(), spec, target); r != want.res || out != want.out || err != nil {
+			t.Errorf("probe %d = %v %q %v; want %v %q", i+1, r, out, err, want.res, want.out)
+		}
+	}
+	if n := reqs.Load(); n != 7 {
+		t.Errorf("the server saw %d requests for 6 probes; want 7", n)
+	}
+	if n := conns.Load(); n != 4 {
+		t.Errorf("the server saw %d connections; want 4", n)
 	}
 }

@@ -48,11 +48,13 @@ func netSpec(proto string, port int) (*v1.Probe, error) {
 }
 
 // The opt-in modes are chosen by environment, which the orchestrator passes
-// through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true) and
-// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst).
+// through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true),
+// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst) and PROBED_FAST_PATHS=0
+// (--probe-fast-paths=false: HTTP through net/http, gRPC through grpc-go).
 var (
 	keepAlive = os.Getenv("PROBED_KEEPALIVE") == "1"
 	tcpClose  = os.Getenv("PROBED_TCP_CLOSE")
+	noFast    = os.Getenv("PROBED_FAST_PATHS") == "0"
 )
 
 // makeProbe calls (*prober.Prober).Probe the way a probed worker does: one
@@ -67,7 +69,7 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := prober.New(nil, prober.Options{TCPClose: mode})
+	p := prober.New(nil, prober.Options{TCPClose: mode, DisableFastPaths: noFast})
 	target := prober.Target{
 		PodIP:       host,
 		ContainerID: "containerd://0123456789abcdef",

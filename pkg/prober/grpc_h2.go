@@ -44,7 +44,10 @@ import (
 // and the unary RecvMsg above it (stream.go, rpc_util.go), including its
 // status codes and texts. Where grpc-go's result depends on the timing of
 // its own goroutines, the order it gives when frames are read one after the
-// other is the one taken. Not reproduced: grpc-go's receive flow-control
+// other is the one taken: a server that closes right after its SETTINGS
+// (grpc-go may see the close before it creates the stream, and reconnect),
+// a GOAWAY racing grpc-go's stream creation, our deadline landing while
+// DATA waits for headers (grpc-go then reads the data it has). Not reproduced: grpc-go's receive flow-control
 // errors for a server that overruns our window (its windows grow with its
 // BDP estimate, a matter of timing), compressors other than those
 // registered in the binary (none in probed).

@@ -2,8 +2,8 @@ package prober
 
 import (
 	"context"
-	"errors"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,76 +17,104 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/proto"
 )
 
-// closingListener accepts connections, reads a little and closes them.
-func closingListener(t *testing.T) int {
-	return acceptLoopback(t, func(c net.Conn) {
-		_, _ = c.Read(make([]byte, 64))
-		_ = c.Close()
+// countingHealth is a gRPC server that counts the calls it receives,
+// those to services it does not have included.
+func countingHealth(t *testing.T, register func(*grpc.Server)) (port int, calls *atomic.Int32) {
+	calls = new(atomic.Int32)
+	count := grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+		calls.Add(1)
+		return ctx, nil
 	})
+	return startGRPC(t, register, count), calls
 }
 
-// TestGRPCFastPathMatchesGRPCGo: the fast path answers only SERVING, and
-// with the fallback every outcome is grpc-go's alone, word for word.
+// loopbackPorts hides the ports in a text: each probe has its own server
+// and its own client port.
+var loopbackPorts = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
+
+// TestGRPCFastPathMatchesGRPCGo: for every answer, the fast path's result
+// and text are grpc-go's on the same bytes (probeGRPCGo is the kubelet's
+// code), and the server sees the request once per probe, as from grpc-go.
+// Real grpc-go servers first, then scripted HTTP/2 servers that send both
+// clients identical bytes: every grpc-status, bad messages, non-gRPC
+// answers, resets, GOAWAYs, garbage, silence, and connections that fail
+// before the request (where the fast path hands over to grpc-go).
 func TestGRPCFastPathMatchesGRPCGo(t *testing.T) {
 	t.Parallel()
-	hs := health.NewServer()
-	hs.SetServingStatus("ready", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus("unknown", healthpb.HealthCheckResponse_UNKNOWN)
-	hs.SetServingStatus("odd", healthpb.HealthCheckResponse_ServingStatus(7))
-	healthy := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, hs) })
-	t.Cleanup(hs.Shutdown)
-	noHealth := startGRPC(t, func(*grpc.Server) {})
-	blocking := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, blockingHealth{}) })
-	expired := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, &expiredHealth{}) })
-	closing := closingListener(t)
-	silent := silentListener(t)
-
-	// fastAnswer: the fast path words the answer itself, with no fallback.
-	// eitherWay: the server's deadline (from our grpc-timeout) and ours end
-	// together, so its DEADLINE_EXCEEDED may or may not arrive first; the
-	// text is the RPC timeout either way.
-	cases := []struct {
-		name        string
-		port        int
-		service     string
-		fastHealthy bool
-		fastAnswer  bool
-		eitherWay   bool
-	}{
-		{"serving, overall", healthy, "", true, true, false},
-		{"serving, named service", healthy, "ready", true, true, false},
-		{"not serving", healthy, "draining", false, true, false},
-		{"status unknown", healthy, "unknown", false, true, false},
-		{"status outside the enum", healthy, "odd", false, true, false},
-		{"unknown service", healthy, "nope", false, false, false},
-		{"no health service", noHealth, "", false, false, false},
-		{"rpc timeout", blocking, "", false, false, true},
-		{"server answers DEADLINE_EXCEEDED", expired, "", false, true, false},
-		{"server closes the connection", closing, "", false, false, false},
-		{"silent listener", silent, "", false, false, false},
-	}
 	p := New(nil, Options{})
-	for _, tc := range cases {
+	compare := func(t *testing.T, service string, timeout time.Duration, fastPort, goPort int) (Result, string) {
+		t.Helper()
+		res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", service, fastPort, timeout)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(goPort))
+		wantRes, wantOut, wantErr := p.grpc.probeGRPCGo(context.Background(), addr, service, timeout)
+		out, wantOut = loopbackPorts.ReplaceAllString(out, "127.0.0.1:PORT"), loopbackPorts.ReplaceAllString(wantOut, "127.0.0.1:PORT")
+		if res != wantRes || out != wantOut || err != wantErr {
+			t.Errorf("fast path: %v, %q, %v\ngrpc-go:   %v, %q, %v", res, out, err, wantRes, wantOut, wantErr)
+		}
+		return res, out
+	}
+
+	t.Run("grpc-go servers", func(t *testing.T) {
+		t.Parallel()
+		register := func(s *grpc.Server) {
+			hs := health.NewServer()
+			hs.SetServingStatus("ready", healthpb.HealthCheckResponse_SERVING)
+			hs.SetServingStatus("draining", healthpb.HealthCheckResponse_NOT_SERVING)
+			hs.SetServingStatus("unknown", healthpb.HealthCheckResponse_UNKNOWN)
+			hs.SetServingStatus("odd", healthpb.HealthCheckResponse_ServingStatus(7))
+			healthpb.RegisterHealthServer(s, hs)
+		}
+		cases := []struct {
+			name     string
+			register func(*grpc.Server)
+			service  string
+		}{
+			{"serving, overall", register, ""},
+			{"serving, named service", register, "ready"},
+			{"not serving", register, "draining"},
+			{"status unknown", register, "unknown"},
+			{"status outside the enum", register, "odd"},
+			{"unknown service", register, "nope"},
+			{"no health service", func(*grpc.Server) {}, ""},
+			// The server's deadline (our grpc-timeout) and ours end together:
+			// either DEADLINE_EXCEEDED comes first, the text is the RPC timeout.
+			{"rpc timeout", func(s *grpc.Server) { healthpb.RegisterHealthServer(s, blockingHealth{}) }, ""},
+			{"server answers DEADLINE_EXCEEDED", func(s *grpc.Server) { healthpb.RegisterHealthServer(s, &expiredHealth{}) }, ""},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				fast, fastCalls := countingHealth(t, tc.register)
+				slow, slowCalls := countingHealth(t, tc.register)
+				compare(t, tc.service, time.Second, fast, slow)
+				if f, s := fastCalls.Load(), slowCalls.Load(); f != 1 || s != 1 {
+					t.Errorf("the server saw %d checks from the fast path, %d from grpc-go; want 1 each", f, s)
+				}
+			})
+		}
+	})
+
+	for _, tc := range scriptedGRPCCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(tc.port))
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			healthy, _, err := p.grpc.fastCheck(ctx, nil, false, addr, tc.service)
-			cancel()
-			if healthy != tc.fastHealthy {
-				t.Errorf("fast path healthy = %v (%v); want %v", healthy, err, tc.fastHealthy)
+			fast, slow := startH2Script(t, tc.script), startH2Script(t, tc.script)
+			timeout := time.Second
+			if tc.timeout > 0 {
+				timeout = tc.timeout
 			}
-			var ua unhealthyAnswer
-			if answered := healthy || errors.As(err, &ua) || errors.Is(err, errRPCDeadline); answered != tc.fastAnswer && !tc.eitherWay {
-				t.Errorf("fast path answered = %v (%v); want %v", answered, err, tc.fastAnswer)
+			_, out := compare(t, "", timeout, fast.port, slow.port)
+			t.Logf("%s", out)
+			if f, s := fast.requests.Load(), slow.requests.Load(); f != int32(tc.requests) || s != int32(tc.requests) {
+				t.Errorf("the server saw %d checks from the fast path, %d from grpc-go; want %d each", f, s, tc.requests)
 			}
-			res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", tc.service, tc.port, time.Second)
-			wantRes, wantOut, wantErr := p.grpc.probeGRPCGo(context.Background(), addr, tc.service, time.Second)
-			if res != wantRes || out != wantOut || err != wantErr {
-				t.Errorf("probe = %v, %q, %v; grpc-go alone gives %v, %q, %v", res, out, err, wantRes, wantOut, wantErr)
+			// One connection per request sent: the fast path did not hand a
+			// written request over to grpc-go (which would connect again).
+			if tc.conns > 0 && fast.conns.Load() != int32(tc.conns) {
+				t.Errorf("the fast path made %d connections; want %d", fast.conns.Load(), tc.conns)
 			}
 		})
 	}
@@ -147,8 +175,8 @@ func TestGRPCFastPathHeaders(t *testing.T) {
 	p := New(nil, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if healthy, _, err := p.grpc.fastCheck(ctx, nil, false, addr, ""); !healthy {
-		t.Fatalf("fast path: not healthy: %v", err)
+	if res, out, _ := p.grpc.probe(ctx, "127.0.0.1", "", port, time.Second); res != Success {
+		t.Fatalf("fast path: %v, %q", res, out)
 	}
 	if res, out, _ := p.grpc.probeGRPCGo(ctx, addr, "", time.Second); res != Success {
 		t.Fatalf("grpc-go: %v, %q", res, out)
@@ -184,24 +212,27 @@ func TestEncodeGRPCTimeout(t *testing.T) {
 	}
 }
 
-func TestServingDecode(t *testing.T) {
-	for _, tc := range []struct {
-		msg  []byte
-		want uint64
-		ok   bool
-	}{
-		{[]byte{0, 0, 0, 0, 2, 0x08, 1}, 1, true},
-		{[]byte{0, 0, 0, 0, 2, 0x08, 2}, 2, true},               // NOT_SERVING
-		{[]byte{0, 0, 0, 0, 0}, 0, true},                        // UNKNOWN by omission
-		{[]byte{0, 0, 0, 0, 5, 0x12, 1, 'x', 0x08, 1}, 1, true}, // an unknown field first
-		{[]byte{0, 0, 0, 0, 4, 0x08, 2, 0x08, 1}, 1, true},      // the last one wins
-		{[]byte{0, 0, 0, 0, 2, 0x08, 7}, 7, true},               // not in the enum
-		{[]byte{1, 0, 0, 0, 2, 0x08, 1}, 0, false},              // compressed
-		{[]byte{0, 0, 0, 0, 3, 0x08, 1}, 0, false},              // short
-		{[]byte{0, 0, 0, 0, 2, 0x08, 0x81}, 0, false},           // truncated varint
+// TestDecodeHealthResponse: the allocation-free reading of common
+// responses agrees with protobuf's, which reads the rest.
+func TestDecodeHealthResponse(t *testing.T) {
+	for _, msg := range [][]byte{
+		{0x08, 1},
+		{0x08, 2},
+		{},                                   // UNKNOWN by omission
+		{0x12, 1, 'x', 0x08, 1},              // an unknown field first
+		{0x08, 2, 0x08, 1},                   // the last one wins
+		{0x08, 7},                            // not in the enum
+		{0x08, 0x80, 0x01},                   // a longer varint
+		{0x08, 0xff, 0xff, 0xff, 0xff, 0x0f}, // -1 as an int32
+		{0x08, 0x81},                         // truncated varint
+		{0x0a, 1, 'x'},                       // field 1 with the wrong wire type
+		{0x08},                               // a tag and no value
 	} {
-		if got, ok := servingStatus(tc.msg); got != tc.want || ok != tc.ok {
-			t.Errorf("servingStatus(%x) = %v, %v; want %v, %v", tc.msg, got, ok, tc.want, tc.ok)
+		got, err := decodeHealthResponse(msg)
+		var want healthpb.HealthCheckResponse
+		wantErr := proto.Unmarshal(msg, &want)
+		if (err != nil) != (wantErr != nil) || err == nil && got != int32(want.GetStatus()) {
+			t.Errorf("decodeHealthResponse(%x) = %v, %v; protobuf gives %v, %v", msg, got, err, want.GetStatus(), wantErr)
 		}
 	}
 }

@@ -48,10 +48,9 @@ func netSpec(proto string, port int) (*v1.Probe, error) {
 }
 
 // The opt-in modes are chosen by environment, which the orchestrator passes
-// through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true) and
-// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst); PROBED_FAST_PATHS=0
-// (--probe-fast-paths=false) measures probed without its HTTP and gRPC fast
-// paths.
+// through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true),
+// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst) and PROBED_FAST_PATHS=0
+// (--probe-fast-paths=false: HTTP through net/http, gRPC through grpc-go).
 var (
 	keepAlive = os.Getenv("PROBED_KEEPALIVE") == "1"
 	tcpClose  = os.Getenv("PROBED_TCP_CLOSE")

@@ -1,0 +1,194 @@
+package probespec
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Adoption: handing a workload's spec probes to probed (the admission
+// webhook and `probed convert` share this code).
+const (
+	// InjectLabel, set to InjectEnabled on a namespace or a pod, asks the
+	// adoption webhook to hand the pods' probes to probed.
+	InjectLabel   = "probed.io/inject"
+	InjectEnabled = "enabled"
+	// InjectAnnotation set to "false" on a pod opts it out.
+	InjectAnnotation = "probed.io/inject"
+	// AdoptedAnnotation records what adoption moved, as sorted
+	// "<container>/<probe field>" entries separated by commas, e.g.
+	// "app/livenessProbe,app/readinessProbe".
+	AdoptedAnnotation = "probed.io/adopted"
+	// ReadinessGate is the condition probed's readiness gate names.
+	ReadinessGate v1.PodConditionType = "probed.io/ready"
+)
+
+// Adoption is what Adopt did to one pod template.
+type Adoption struct {
+	// Moved lists the spec probes taken into the annotation, as
+	// "<container>/<probe field>", sorted.
+	Moved []string
+	// Kept lists spec probes that were removed from the spec but not
+	// copied, because the annotation already declared that container's
+	// probe of that type (the user's entry wins).
+	Kept []string
+	// GateAdded: the probed.io/ready readiness gate was added.
+	GateAdded bool
+}
+
+// Changed reports whether Adopt changed anything.
+func (a Adoption) Changed() bool { return len(a.Moved) > 0 || len(a.Kept) > 0 || a.GateAdded }
+
+// OptedOut reports whether a pod (template) opts out of adoption.
+func OptedOut(meta *metav1.ObjectMeta) bool {
+	return strings.EqualFold(meta.Annotations[InjectAnnotation], "false")
+}
+
+// Adopt moves the livenessProbe, readinessProbe and startupProbe of every
+// regular container and restartable init container (sidecar) out of spec
+// and into meta's probed.io/probes annotation, and adds the probed.io/ready
+// readiness gate when any container then has a readiness or startup probe
+// declared for probed. An entry the annotation already has for the same
+// container and probe type wins: the spec's probe is dropped. What was moved
+// is recorded in probed.io/adopted.
+//
+// It is idempotent: a second call finds nothing to move and a gate in place,
+// and changes nothing. A malformed annotation is an error, and nothing is
+// changed: adoption never loses what the user wrote. The annotation is
+// rewritten (as compact JSON with sorted keys, keeping every existing entry
+// and field as written) only when a probe moves into it.
+func Adopt(meta *metav1.ObjectMeta, spec *v1.PodSpec) (Adoption, error) {
+	var a Adoption
+	raw, hasAnnotation := meta.Annotations[ProbesAnnotation]
+	entries := map[string]map[string]json.RawMessage{}
+	if hasAnnotation && strings.TrimSpace(raw) != "" {
+		if p := decodeProblem(raw); p != nil {
+			return a, fmt.Errorf("%s", p.String())
+		}
+		data, err := annotationJSON(raw)
+		if err != nil {
+			return a, err
+		}
+		if err := json.Unmarshal(data, &entries); err != nil {
+			return a, fmt.Errorf("annotation %q: %w", ProbesAnnotation, err)
+		}
+		if entries == nil { // "null"
+			entries = map[string]map[string]json.RawMessage{}
+		}
+	}
+
+	type slot struct {
+		container string
+		field     string
+		probe     **v1.Probe
+	}
+	var slots []slot
+	add := func(c *v1.Container) {
+		for _, s := range []struct {
+			field string
+			probe **v1.Probe
+		}{{"livenessProbe", &c.LivenessProbe}, {"readinessProbe", &c.ReadinessProbe}, {"startupProbe", &c.StartupProbe}} {
+			if *s.probe != nil {
+				slots = append(slots, slot{c.Name, s.field, s.probe})
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			add(c)
+		}
+	}
+	for i := range spec.Containers {
+		add(&spec.Containers[i])
+	}
+
+	for _, s := range slots {
+		name := s.container + "/" + s.field
+		if _, declared := entries[s.container][s.field]; declared {
+			a.Kept = append(a.Kept, name)
+		} else {
+			b, err := json.Marshal(*s.probe)
+			if err != nil {
+				return Adoption{}, fmt.Errorf("%s: %w", name, err)
+			}
+			if entries[s.container] == nil {
+				entries[s.container] = map[string]json.RawMessage{}
+			}
+			entries[s.container][s.field] = b
+			a.Moved = append(a.Moved, name)
+		}
+	}
+	if len(a.Moved) > 0 {
+		// encoding/json sorts map keys: the same probes give the same bytes.
+		b, err := json.Marshal(entries)
+		if err != nil {
+			return Adoption{}, err
+		}
+		setAnnotation(meta, ProbesAnnotation, string(b))
+	}
+	for _, s := range slots {
+		*s.probe = nil
+	}
+	if len(a.Moved)+len(a.Kept) > 0 {
+		done := append(append([]string(nil), a.Moved...), a.Kept...)
+		if prev := meta.Annotations[AdoptedAnnotation]; prev != "" {
+			done = append(done, strings.Split(prev, ",")...)
+		}
+		setAnnotation(meta, AdoptedAnnotation, strings.Join(uniqueSorted(done), ","))
+	}
+	sort.Strings(a.Moved)
+	sort.Strings(a.Kept)
+
+	if gating(entries) && !hasGate(spec) {
+		spec.ReadinessGates = append(spec.ReadinessGates, v1.PodReadinessGate{ConditionType: ReadinessGate})
+		a.GateAdded = true
+	}
+	return a, nil
+}
+
+// decodeProblem is the whole-annotation problem of a malformed value, as
+// the daemon reports it (InvalidProbe), or nil.
+func decodeProblem(raw string) *ProbeProblem {
+	_, p := decodeAnnotation(raw)
+	return p
+}
+
+// gating reports whether any entry declares a readiness or startup probe.
+func gating(entries map[string]map[string]json.RawMessage) bool {
+	for _, e := range entries {
+		for field, v := range e {
+			if (field == "readinessProbe" || field == "startupProbe") && string(v) != "null" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasGate(spec *v1.PodSpec) bool {
+	for _, g := range spec.ReadinessGates {
+		if g.ConditionType == ReadinessGate {
+			return true
+		}
+	}
+	return false
+}
+
+func setAnnotation(meta *metav1.ObjectMeta, k, v string) {
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[k] = v
+}
+
+func uniqueSorted(in []string) []string {
+	in = slices.DeleteFunc(in, func(s string) bool { return s == "" })
+	slices.Sort(in)
+	return slices.Compact(in)
+}

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
@@ -106,6 +108,15 @@ type env struct {
 func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	t.Helper()
 	client := fake.NewClientset()
+	// The fake clientset's watch has no resourceVersion: an object created
+	// between the informer's list and its watch is never delivered. So the
+	// env is ready only once the watch has started.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		once.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	factory := informers.NewSharedInformerFactory(client, 0)
 	e := &env{
 		t: t, client: client,
@@ -133,9 +144,12 @@ func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	factory.Start(ctx.Done())
-	// The fake clientset's watch has no resourceVersion: an object created
-	// between the informer's list and its watch is never delivered.
 	factory.WaitForCacheSync(ctx.Done())
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pod informer never started its watch")
+	}
 	go func() { defer close(e.done); mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -3,20 +3,19 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -108,15 +107,7 @@ type env struct {
 func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	t.Helper()
 	client := fake.NewClientset()
-	// The fake clientset's watch has no resourceVersion: an object created
-	// between the informer's list and its watch is never delivered. So the
-	// env is ready only once the watch has started.
-	watching := make(chan struct{})
-	var once sync.Once
-	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
-		once.Do(func() { close(watching) })
-		return false, nil, nil
-	})
+	watching := informertest.WatchStarted(client, "pods")
 	factory := informers.NewSharedInformerFactory(client, 0)
 	e := &env{
 		t: t, client: client,
@@ -145,11 +136,7 @@ func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	e.cancel = cancel
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	select {
-	case <-watching:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the pod informer never started its watch")
-	}
+	informertest.Wait(t, watching)
 	go func() { defer close(e.done); mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

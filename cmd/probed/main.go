@@ -24,7 +24,7 @@ func main() {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println(version.String("probed"))
 		return
 	}
 	if err := o.validate(); err != nil {

@@ -38,7 +38,7 @@ import (
 // run wires probed's parts together and blocks until ctx ends. It holds no
 // logic of its own.
 func run(ctx context.Context, o *options) error {
-	klog.InfoS("Starting probed", "version", version.Version, "node", o.NodeName, "statusMode", o.StatusMode,
+	klog.InfoS("Starting probed", "version", version.Version, "revision", version.Revision, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
@@ -63,6 +63,7 @@ func run(ctx context.Context, o *options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	version.RegisterBuildInfo(reg, "probed")
 
 	runtime, err := newRuntime(ctx, o, reg)
 	if err != nil {

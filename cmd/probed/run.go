@@ -171,6 +171,16 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
+	// /metrics and /debug/ ask the API server who may read them.
+	var endpointAuth *endpoints.Auth
+	if !o.MetricsInsecure {
+		a, err := endpoints.DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
+		if err != nil {
+			return err
+		}
+		endpointAuth = &a
+	}
+
 	// Shutdown order: stop the workers first, then let the writer flush what
 	// they last decided; nothing is flipped on the way out.
 	mgrCtx, stopManager := context.WithCancel(context.Background())
@@ -189,6 +199,10 @@ func run(ctx context.Context, o *options) error {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
 			Addr:     o.MetricsAddr,
 			Gatherer: reg,
+			Auth:     endpointAuth,
+			Insecure: o.MetricsInsecure,
+			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
+				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},
 			Ready: []endpoints.Check{
 				{Name: "informer-synced", Fn: func(context.Context) error {
 					if !podInformer.HasSynced() {
@@ -199,7 +213,7 @@ func run(ctx context.Context, o *options) error {
 				// Unready only after a sustained outage, not on a blip.
 				{Name: "runtime", Fn: runtimeHealth.Check},
 			},
-			Probes: func() any { return mgr.Snapshots() },
+			Probes: mgr.Snapshots,
 		})
 	}()
 

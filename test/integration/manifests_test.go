@@ -23,10 +23,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-const manifestPath = "../../deploy/daemonset.yaml"
+// manifestPaths are deploy/'s access manifests: probed's own, and the
+// roles its scrapers are granted.
+var manifestPaths = []string{"../../deploy/daemonset.yaml", "../../deploy/scraper-roles.yaml"}
 
-// loadManifests decodes every object of deploy/daemonset.yaml.
-func loadManifests() ([]runtime.Object, error) {
+// loadManifests decodes every object of the manifest at manifestPath.
+func loadManifests(manifestPath string) ([]runtime.Object, error) {
 	b, err := os.ReadFile(manifestPath)
 	if err != nil {
 		return nil, err
@@ -53,10 +55,20 @@ func loadManifests() ([]runtime.Object, error) {
 }
 
 // applyAccessManifests creates what deploy/ ships for probed's access: the
-// namespace, service account, RBAC and the node-confinement policy. The
-// DaemonSet itself is for the end-to-end tier, where a kubelet runs it.
+// namespace, service account, RBAC, the node-confinement policy and the
+// scraper roles. The DaemonSet itself is for the end-to-end tier, where a
+// kubelet runs it.
 func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
-	objs, err := loadManifests()
+	for _, path := range manifestPaths {
+		if err := applyManifest(ctx, c, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyManifest(ctx context.Context, c kubernetes.Interface, manifestPath string) error {
+	objs, err := loadManifests(manifestPath)
 	if err != nil {
 		return err
 	}

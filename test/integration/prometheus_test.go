@@ -213,8 +213,8 @@ func TestPrometheusPodUIDLabelFlag(t *testing.T) {
 	withoutPod := without.createPod("p", mustJSON(probes{"app": {"readinessProbe": httpProbe(tg.Port, "/ready", nil)}}), true, container{name: "app"})
 	with.runPod(withPod, ip, time.Minute)
 	without.runPod(withoutPod, ip, time.Minute)
-	pw := with.startProbed()
-	pwo := without.startProbed("--metrics-pod-uid-label=false")
+	pw := with.startProbed(servingCert.args()...)
+	pwo := without.startProbed(append(servingCert.args(), "--metrics-pod-uid-label=false")...)
 	prom := startPrometheus(t, with.promTarget(pw), without.promTarget(pwo))
 
 	sel := func(e *testEnv) string {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,18 +22,42 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
-// manifestPaths are deploy/'s access manifests: probed's own, and the
-// roles its scrapers are granted.
-var manifestPaths = []string{"../../deploy/daemonset.yaml", "../../deploy/scraper-roles.yaml"}
+const deployDir = "../../deploy"
 
-// loadManifests decodes every object of the manifest at manifestPath.
-func loadManifests(manifestPath string) ([]runtime.Object, error) {
-	b, err := os.ReadFile(manifestPath)
+// loadManifests decodes every object of the files deploy/kustomization.yaml
+// lists, in its order.
+func loadManifests() ([]runtime.Object, error) {
+	b, err := os.ReadFile(filepath.Join(deployDir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
 	}
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		return nil, fmt.Errorf("%s/kustomization.yaml: %w", deployDir, err)
+	}
+	var out []runtime.Object
+	for _, r := range k.Resources {
+		path := filepath.Join(deployDir, r)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := decodeManifests(b, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// decodeManifests decodes a multi-document YAML stream from source.
+func decodeManifests(b []byte, source string) ([]runtime.Object, error) {
 	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	var out []runtime.Object
 	for {
@@ -48,7 +73,7 @@ func loadManifests(manifestPath string) ([]runtime.Object, error) {
 		}
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", manifestPath, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		out = append(out, obj)
 	}
@@ -59,16 +84,7 @@ func loadManifests(manifestPath string) ([]runtime.Object, error) {
 // scraper roles. The DaemonSet itself is for the end-to-end tier, where a
 // kubelet runs it.
 func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
-	for _, path := range manifestPaths {
-		if err := applyManifest(ctx, c, path); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func applyManifest(ctx context.Context, c kubernetes.Interface, manifestPath string) error {
-	objs, err := loadManifests(manifestPath)
+	objs, err := loadManifests()
 	if err != nil {
 		return err
 	}
@@ -90,7 +106,7 @@ func applyManifest(ctx context.Context, c kubernetes.Interface, manifestPath str
 		case *appsv1.DaemonSet:
 			continue
 		default:
-			return fmt.Errorf("unexpected object %T in %s", obj, manifestPath)
+			return fmt.Errorf("unexpected object %T in %s", obj, deployDir)
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T: %w", obj, err)

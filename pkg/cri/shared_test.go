@@ -37,8 +37,8 @@ func (g *gatedRuntime) ExecInContainer(ctx context.Context, id string, cmd []str
 	}
 }
 func (g *gatedRuntime) StopContainer(context.Context, string, time.Duration) error { return nil }
-func (g *gatedRuntime) Ready(context.Context) error                               { return nil }
-func (g *gatedRuntime) Close() error                                              { return nil }
+func (g *gatedRuntime) Ready(context.Context) error                                { return nil }
+func (g *gatedRuntime) Close() error                                               { return nil }
 
 type execResult struct {
 	out  string

@@ -2,7 +2,7 @@
 # Installs the Debian packages the test tiers and the demo need. Idempotent.
 set -euo pipefail
 pkgs=(etcd-server containerd runc umoci skopeo busybox-static containernetworking-plugins
-      iproute2 iptables conntrack prometheus)
+      iproute2 iptables nftables conntrack prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

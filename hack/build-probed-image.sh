@@ -59,7 +59,7 @@ build_image() {
   echo "build-probed-image: building the static binary $name (version $version)..."
   start=$SECONDS
   CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -trimpath \
-    -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=$version" \
+    -ldflags "$(VERSION=$version bash hack/ldflags.sh)" \
     -o "$work_bin/$name.tmp" "./$pkg"
   mv -f "$work_bin/$name.tmp" "$work_bin/$name"
   echo "build-probed-image: binary ready in $((SECONDS - start))s ($(du -h "$work_bin/$name" | cut -f1))"

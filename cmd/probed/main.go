@@ -19,13 +19,17 @@ import (
 func main() {
 	o := &options{}
 	fs := flag.NewFlagSet("probed", flag.ExitOnError)
-	klog.InitFlags(fs)
+	logging := addLoggingFlags(fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println(version.String("probed"))
 		return
+	}
+	if err := applyLogging(logging); err != nil {
+		fmt.Fprintf(os.Stderr, "probed: %v\n", err)
+		os.Exit(2)
 	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "probed: %v\n", err)

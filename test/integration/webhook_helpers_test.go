@@ -123,6 +123,10 @@ func webhookManifests(t testing.TB) []runtime.Object {
 func installWebhook(t *testing.T, port int) {
 	t.Helper()
 	ctx := context.Background()
+	// Its default ServiceAccount too: a test creates pods there.
+	if err := cp.EnsureNamespace(ctx, webhookNS); err != nil {
+		t.Fatal(err)
+	}
 	for _, obj := range webhookManifests(t) {
 		var err error
 		switch o := obj.(type) {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +39,7 @@ func TestWebhookAdoptsPodsInScope(t *testing.T) {
 	ctx := context.Background()
 	labelled := labelledNamespace(t, "wh-adopt-on", true)
 	plain := labelledNamespace(t, "wh-adopt-off", false)
+	kubeSystem := labelledNamespace(t, "kube-system", false)
 
 	// Not a bare pod: what a ReplicaSet controller sends.
 	owned := probedPod("")
@@ -70,6 +73,9 @@ func TestWebhookAdoptsPodsInScope(t *testing.T) {
 		{"probed's namespace, labelled pod", webhookNS, pod("in-probed-system", func(p *v1.Pod) {
 			p.Labels = map[string]string{probespec.InjectLabel: probespec.InjectEnabled}
 		}), false},
+		{"kube-system, labelled pod", kubeSystem, pod("in-kube-system", func(p *v1.Pod) {
+			p.Labels = map[string]string{probespec.InjectLabel: probespec.InjectEnabled}
+		}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			created, err := client.CoreV1().Pods(tc.ns).Create(ctx, tc.pod, metav1.CreateOptions{})
@@ -94,9 +100,26 @@ func TestWebhookAdoptsPodsInScope(t *testing.T) {
 			}
 		})
 	}
+
+	// Idempotent: a pod that is already what adoption makes (a re-invocation
+	// sees that) goes through unchanged, and the webhook says so.
+	first, err := client.CoreV1().Pods(labelled).Create(ctx, probedPod("first"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "again", Labels: first.Labels, Annotations: first.Annotations}, Spec: *first.Spec.DeepCopy()}
+	again.Spec.NodeName = ""
+	second, err := client.CoreV1().Pods(labelled).Create(ctx, again, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(second.Annotations, first.Annotations) || !equality.Semantic.DeepEqual(second.Spec, first.Spec) {
+		t.Errorf("adopting an adopted pod changed it:\nfirst  %s\nsecond %s", mustJSON(first), mustJSON(second))
+	}
 	if code, body := w.get(w.metrics, "/metrics"); code != http.StatusOK ||
-		!strings.Contains(body, `probed_webhook_admissions_total{outcome="adopted",webhook="adopt"} 3`) {
-		t.Errorf("/metrics %d, want 3 adoptions counted:\n%s", code, grep(body, "probed_webhook_admissions_total"))
+		!strings.Contains(body, `probed_webhook_admissions_total{outcome="adopted",webhook="adopt"} 4`) ||
+		!strings.Contains(body, `probed_webhook_admissions_total{outcome="unchanged",webhook="adopt"} 1`) {
+		t.Errorf("/metrics %d, want 4 adoptions and 1 unchanged counted:\n%s", code, grep(body, "probed_webhook_admissions_total"))
 	}
 }
 

@@ -50,31 +50,41 @@ const (
 )
 
 var (
-	webhookBinOnce sync.Once
-	webhookBin     string
-	webhookBinErr  error
+	webhookBinOnce [2]sync.Once
+	webhookBins    [2]string
+	webhookBinErrs [2]error
 )
 
 // buildWebhook builds cmd/probed-webhook next to the probed binary TestMain
 // built (in a directory TestMain removes), with the race detector unless
 // PROBED_NO_RACE=1, as TestMain builds probed.
 func buildWebhook(t testing.TB) string {
+	return buildWebhookBinary(t, os.Getenv("PROBED_NO_RACE") != "1")
+}
+
+// buildWebhookBinary builds cmd/probed-webhook, with the race detector or
+// without (as it ships, for measurements).
+func buildWebhookBinary(t testing.TB, race bool) string {
 	t.Helper()
-	webhookBinOnce.Do(func() {
-		webhookBin = filepath.Join(filepath.Dir(probedBin), "probed-webhook")
-		args := []string{"build", "-race", "-o", webhookBin, "../../cmd/probed-webhook"}
-		if os.Getenv("PROBED_NO_RACE") == "1" {
-			args = slices.Delete(args, 1, 2)
+	i, name := 0, "probed-webhook"
+	if !race {
+		i, name = 1, "probed-webhook-norace"
+	}
+	webhookBinOnce[i].Do(func() {
+		webhookBins[i] = filepath.Join(filepath.Dir(probedBin), name)
+		args := []string{"build", "-o", webhookBins[i], "../../cmd/probed-webhook"}
+		if race {
+			args = slices.Insert(args, 1, "-race")
 		}
 		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
-			webhookBinErr = fmt.Errorf("building probed-webhook: %v\n%s", err, out)
+			webhookBinErrs[i] = fmt.Errorf("building probed-webhook: %v\n%s", err, out)
 		}
 	})
-	if webhookBinErr != nil {
-		t.Fatal(webhookBinErr)
+	if webhookBinErrs[i] != nil {
+		t.Fatal(webhookBinErrs[i])
 	}
-	return webhookBin
+	return webhookBins[i]
 }
 
 // webhookManifests decodes every object of deploy/webhook's resources.
@@ -258,6 +268,12 @@ func webhookKubeconfig(t *testing.T) string {
 // waits for it (waitReady) as it needs.
 func startWebhook(t *testing.T, port int, extra ...string) *webhookProc {
 	t.Helper()
+	return startWebhookBinary(t, buildWebhook(t), port, extra...)
+}
+
+// startWebhookBinary is startWebhook with the binary bin.
+func startWebhookBinary(t *testing.T, bin string, port int, extra ...string) *webhookProc {
+	t.Helper()
 	w := &webhookProc{t: t, port: port, exited: make(chan struct{}),
 		health: "127.0.0.1:" + strconv.Itoa(freePort(t)), metrics: "127.0.0.1:" + strconv.Itoa(freePort(t))}
 	w.logPath = filepath.Join(t.TempDir(), "webhook.log")
@@ -276,7 +292,7 @@ func startWebhook(t *testing.T, port int, extra ...string) *webhookProc {
 		"--ca-propagation=1s",
 		"-v=2",
 	}, extra...)
-	w.cmd = exec.Command(buildWebhook(t), args...)
+	w.cmd = exec.Command(bin, args...)
 	w.cmd.Stdout, w.cmd.Stderr = logf, logf
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)

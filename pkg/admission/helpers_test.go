@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 

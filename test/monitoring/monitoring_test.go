@@ -635,7 +635,7 @@ func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
 	}
 	secret := dig(eps[0], "authorization", "credentials", "name")
 	var account any
-	bound := map[any]any{} // service account -> cluster role
+	bound := map[any][]any{} // service account -> cluster roles
 	for _, d := range readYAMLDocs(t, "deploy/monitoring/scrape-token.yaml") {
 		switch d["kind"] {
 		case "Secret":
@@ -646,7 +646,7 @@ func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
 			subjects, _ := d["subjects"].([]any)
 			for _, s := range subjects {
 				if dig(s, "kind") == "ServiceAccount" && dig(s, "namespace") == dig(pm, "metadata", "namespace") {
-					bound[dig(s, "name")] = dig(d, "roleRef", "name")
+					bound[dig(s, "name")] = append(bound[dig(s, "name")], dig(d, "roleRef", "name"))
 				}
 			}
 		}
@@ -654,10 +654,12 @@ func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
 	if account == nil {
 		t.Fatalf("no service-account token Secret %v in deploy/monitoring/scrape-token.yaml", secret)
 	}
+	// The account may be bound to more roles (the webhook's); one of
+	// them grants probed's /metrics.
 	role := bound[account]
 	granted := false
 	for _, d := range readYAMLDocs(t, "deploy/scraper-roles.yaml") {
-		if d["kind"] != "ClusterRole" || dig(d, "metadata", "name") != role {
+		if d["kind"] != "ClusterRole" || !slices.Contains(role, dig(d, "metadata", "name")) {
 			continue
 		}
 		rules, _ := d["rules"].([]any)

@@ -6,6 +6,10 @@
 #                --build-arg BUILD_DATE=$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd) \
 #                -t probed:dev .
 #
+# The adoption webhook's image (docs/webhook.md) is the target "webhook":
+#
+#   docker build --target webhook ... -t probed-webhook:dev .
+#
 # Where there is no Docker engine (CI, the test machines), hack/build-probed-image.sh
 # assembles the same image with umoci and skopeo (`make image`). Keep the two
 # in step: binary flags, user, entrypoint, env and labels.
@@ -28,8 +32,26 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
       -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=${VERSION} -X github.com/probed-dev/probed/pkg/version.Revision=${REVISION} -X github.com/probed-dev/probed/pkg/version.BuildDate=${BUILD_DATE}" \
-      -o /out/probed ./cmd/probed
+      -o /out/probed ./cmd/probed && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath \
+      -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=${VERSION} -X github.com/probed-dev/probed/pkg/version.Revision=${REVISION} -X github.com/probed-dev/probed/pkg/version.BuildDate=${BUILD_DATE}" \
+      -o /out/probed-webhook ./cmd/probed-webhook
 
+FROM scratch AS webhook
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="probed-webhook" \
+      org.opencontainers.image.description="probed's adoption webhook" \
+      org.opencontainers.image.source="https://github.com/probed-dev/probed" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=build /out/probed-webhook /probed-webhook
+USER 65532:65532
+ENTRYPOINT ["/probed-webhook"]
+
+# The default target, last: probed itself.
 FROM scratch
 ARG VERSION=dev
 ARG REVISION=unknown

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// parsed returns the options after parsing args over the defaults.
+func parsed(t *testing.T, args ...string) *options {
+	t.Helper()
+	o := &options{}
+	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
+	o.addFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "" for valid
+	}{
+		{"defaults with a namespace", []string{"--namespace=probed-system"}, ""},
+		{"no namespace", []string{"--namespace="}, "--namespace"},
+		{"bad bind address", []string{"--namespace=n", "--bind-address=9443"}, "--bind-address"},
+		{"port out of range", []string{"--namespace=n", "--bind-address=:70000"}, "--bind-address"},
+		{"cert-manager without a directory", []string{"--namespace=n", "--manage-certs=false"}, "--cert-dir"},
+		{"cert-manager", []string{"--namespace=n", "--manage-certs=false", "--cert-dir=/tls"}, ""},
+		{"check interval too long for the validity", []string{"--namespace=n", "--cert-validity=1h", "--cert-check-interval=10m"}, "--cert-check-interval"},
+		{"negative propagation", []string{"--namespace=n", "--ca-propagation=-1s"}, "--ca-propagation"},
+		{"zero grace", []string{"--namespace=n", "--gate-grace=0"}, "--gate-grace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := parsed(t, tc.args...).validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("validate: %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("validate: %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestOptionsNames(t *testing.T) {
+	o := parsed(t, "--namespace=probed-system", "--cert-extra-dns-names= a.example , b.example", "--excluded-namespaces=kube-system,,other")
+	names := o.dnsNames()
+	// The API server checks <service>.<namespace>.svc: the first name.
+	if names[0] != "probed-webhook.probed-system.svc" || !slices.Contains(names, "a.example") || !slices.Contains(names, "b.example") {
+		t.Errorf("dnsNames %v", names)
+	}
+	if got := o.excludedNamespaces(); !slices.Equal(got, []string{"kube-system", "other", "probed-system"}) {
+		t.Errorf("excludedNamespaces %v: want kube-system, other and its own", got)
+	}
+	if o.CertValidity != 365*24*time.Hour || !o.ManageCerts {
+		t.Errorf("defaults changed: %+v", o)
+	}
+}

@@ -1,0 +1,228 @@
+package admission
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	admissionv1 "k8s.io/api/admission/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/probed-dev/probed/pkg/probespec"
+)
+
+func newAdopter(reg prometheus.Registerer) *Adopter {
+	return &Adopter{
+		Scope:   Scope{ExcludedNamespaces: []string{"kube-system", "probed-system"}, OwnNames: DefaultOwnNames()},
+		Metrics: NewMetrics(reg),
+	}
+}
+
+// The patched pod is what probespec.Adopt makes of it, reached through a
+// patch the API server can apply to the object as sent.
+func TestAdopterPatchesWhatAdoptChanges(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := newAdopter(reg)
+	pod := webPod()
+	raw := mustJSON(t, pod)
+	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
+	if !resp.Allowed || len(resp.Patches) == 0 {
+		t.Fatalf("response %+v, want allowed with a patch", resp.AdmissionResponse)
+	}
+	var got v1.Pod
+	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := pod.DeepCopy()
+	if _, err := probespec.Adopt(&want.ObjectMeta, &want.Spec); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(&got, want) {
+		t.Errorf("patched pod differs from Adopt's:\n got %s\nwant %s", mustJSON(t, &got), mustJSON(t, want))
+	}
+	// The point of it all, spelled out.
+	for _, c := range append(got.Spec.Containers, got.Spec.InitContainers[1]) {
+		if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
+			t.Errorf("container %s still has spec probes", c.Name)
+		}
+	}
+	if got.Spec.InitContainers[0].LivenessProbe == nil {
+		t.Error("a plain init container's probe was taken: it is no probe target")
+	}
+	if len(got.Spec.ReadinessGates) != 1 || got.Spec.ReadinessGates[0].ConditionType != probespec.ReadinessGate {
+		t.Errorf("readiness gates %v", got.Spec.ReadinessGates)
+	}
+	if ad := got.Annotations[probespec.AdoptedAnnotation]; ad != "app/livenessProbe,app/readinessProbe,app/startupProbe,proxy/livenessProbe" {
+		t.Errorf("%s = %q", probespec.AdoptedAnnotation, ad)
+	}
+	declared, problems := probespec.DeclaredProbes(&got, probespec.ProbeSourceAnnotation)
+	if len(declared) != 4 || len(problems) != 0 {
+		t.Errorf("the adopted pod declares %d probes with problems %v, want 4 and none", len(declared), problems)
+	}
+	if n := testutil.ToFloat64(a.Metrics.requests.WithLabelValues("adopt", OutcomeAdopted)); n != 1 {
+		t.Errorf("adopted count %v, want 1", n)
+	}
+
+	// Reinvocation (or a second webhook call) changes nothing.
+	again := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", applyPatch(t, raw, resp), nil))
+	if !again.Allowed || len(again.Patches) != 0 {
+		t.Errorf("second admission: allowed=%v patches %s, want none", again.Allowed, mustJSON(t, again.Patches))
+	}
+}
+
+// Fields this build's types do not know (a newer API server's) survive:
+// the patch touches only what adoption changes.
+func TestAdopterKeepsUnknownFields(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","futureMeta":"x"},
+	  "spec":{"futureSpec":{"a":1},"containers":[{"name":"app","image":"app","futureContainer":true,
+	    "readinessProbe":{"exec":{"command":["true"]},"futureProbe":7}}],"readinessGates":[{"conditionType":"other","futureGate":1}]}}`)
+	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
+		t.Fatal(err)
+	}
+	s := string(mustJSON(t, got))
+	for _, keep := range []string{`"futureMeta":"x"`, `"futureSpec":{"a":1}`, `"futureContainer":true`, `"futureGate":1`} {
+		if !strings.Contains(s, keep) {
+			t.Errorf("lost %s: %s", keep, s)
+		}
+	}
+	if strings.Contains(s, `"readinessProbe":{"exec"`) {
+		t.Errorf("the spec probe is still there: %s", s)
+	}
+	if !strings.Contains(s, `{"conditionType":"probed.io/ready"}`) {
+		t.Errorf("no gate appended: %s", s)
+	}
+}
+
+func TestAdopterAnnotationShapes(t *testing.T) {
+	for name, meta := range map[string]string{
+		"absent": `{"name":"p"}`,
+		"null":   `{"name":"p","annotations":null}`,
+		"empty":  `{"name":"p","annotations":{}}`,
+		"others": `{"name":"p","annotations":{"a/b~c":"1"}}`,
+		"user's": `{"name":"p","annotations":{"probed.io/probes":"{\"app\":{\"livenessProbe\":{\"tcpSocket\":{\"port\":1}}}}"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":` + meta + `,"spec":{"containers":[{"name":"app","image":"app",
+			  "livenessProbe":{"exec":{"command":["true"]}},"readinessProbe":{"exec":{"command":["true"]}}}]}}`)
+			var pod v1.Pod
+			if err := json.Unmarshal(raw, &pod); err != nil {
+				t.Fatal(err)
+			}
+			want := pod.DeepCopy()
+			if _, err := probespec.Adopt(&want.ObjectMeta, &want.Spec); err != nil {
+				t.Fatal(err)
+			}
+			resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
+			var got v1.Pod
+			if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got.Annotations, want.Annotations) {
+				t.Errorf("annotations %v, want %v", got.Annotations, want.Annotations)
+			}
+		})
+	}
+}
+
+func TestAdopterLeavesAlone(t *testing.T) {
+	optedOut := webPod()
+	optedOut.Annotations = map[string]string{probespec.InjectAnnotation: "False"}
+	own := webPod()
+	own.Labels[NameLabel] = "probed"
+	for _, tc := range []struct {
+		name string
+		op   admissionv1.Operation
+		ns   string
+		pod  *v1.Pod
+		why  string
+	}{
+		{"kube-system", admissionv1.Create, "kube-system", webPod(), "excluded namespace"},
+		{"probed's namespace", admissionv1.Create, "probed-system", webPod(), "excluded namespace"},
+		{"probed's own pod", admissionv1.Create, "apps", own, "probed's own pod"},
+		{"opted out", admissionv1.Create, "apps", optedOut, "opted out"},
+		{"an update", admissionv1.Update, "apps", webPod(), "not a pod being created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			a := newAdopter(reg)
+			resp := a.Handle(t.Context(), request(tc.op, podGVK, tc.ns, mustJSON(t, tc.pod), nil))
+			if !resp.Allowed || len(resp.Patches) != 0 || resp.Result.Message != tc.why {
+				t.Errorf("allowed=%v patches=%d message %q, want allowed, unpatched, %q", resp.Allowed, len(resp.Patches), resp.Result.Message, tc.why)
+			}
+			if n := testutil.ToFloat64(a.Metrics.requests.WithLabelValues("adopt", OutcomeSkipped)); n != 1 {
+				t.Errorf("skipped count %v, want 1", n)
+			}
+		})
+	}
+}
+
+// A pod with nothing to move is admitted as is.
+func TestAdopterNothingToAdopt(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "app"}}}}
+	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
+	if !resp.Allowed || len(resp.Patches) != 0 {
+		t.Errorf("allowed=%v patches %s", resp.Allowed, mustJSON(t, resp.Patches))
+	}
+}
+
+// A malformed annotation is refused with the daemon's own words.
+func TestAdopterRefusesMalformedAnnotation(t *testing.T) {
+	pod := webPod()
+	pod.Annotations = map[string]string{probespec.ProbesAnnotation: `{"app": {"readinessProbe": {"perodSeconds": 2}}}`}
+	_, problems := probespec.DeclaredProbes(pod, probespec.ProbeSourceAnnotation)
+	if len(problems) != 1 || problems[0].Type != nil {
+		t.Fatalf("the daemon's problems: %v, want one whole-annotation problem", problems)
+	}
+	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
+	if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity || resp.Result.Reason != metav1.StatusReasonInvalid {
+		t.Fatalf("response %+v, want a 422 Invalid refusal", resp.Result)
+	}
+	if resp.Result.Message != problems[0].String() {
+		t.Errorf("message %q, want the daemon's %q", resp.Result.Message, problems[0].String())
+	}
+}
+
+func TestAdopterUndecodable(t *testing.T) {
+	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", []byte(`{"spec":7}`), nil))
+	if resp.Allowed || resp.Result.Code != http.StatusBadRequest {
+		t.Errorf("response %+v, want 400", resp.Result)
+	}
+}
+
+func TestPodPatchGates(t *testing.T) {
+	other := v1.PodReadinessGate{ConditionType: "other"}
+	gate := v1.PodReadinessGate{ConditionType: probespec.ReadinessGate}
+	for _, tc := range []struct {
+		name          string
+		before, after []v1.PodReadinessGate
+		want          string
+	}{
+		{"none", nil, nil, `null`},
+		{"first", nil, []v1.PodReadinessGate{gate}, `[{"op":"add","path":"/spec/readinessGates","value":[{"conditionType":"probed.io/ready"}]}]`},
+		{"appended", []v1.PodReadinessGate{other}, []v1.PodReadinessGate{other, gate}, `[{"op":"add","path":"/spec/readinessGates/-","value":{"conditionType":"probed.io/ready"}}]`},
+		{"rewritten", []v1.PodReadinessGate{other}, []v1.PodReadinessGate{gate}, `[{"op":"add","path":"/spec/readinessGates","value":[{"conditionType":"probed.io/ready"}]}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(mustJSON(t, appendGateOps(nil, tc.before, tc.after)))
+			if got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEscape(t *testing.T) {
+	if got := escape("probed.io/pro~bes"); got != "probed.io~1pro~0bes" {
+		t.Errorf("escape = %q", got)
+	}
+}

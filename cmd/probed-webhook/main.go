@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/version"
@@ -23,13 +25,19 @@ import (
 func main() {
 	o := &options{}
 	fs := flag.NewFlagSet("probed-webhook", flag.ExitOnError)
-	klog.InitFlags(fs)
+	// component-base's logging flags, as probed's (no klog legacy flags).
+	logging := logsapi.NewLoggingConfiguration()
+	logsapi.AddGoFlags(logging, fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println(version.String("probed-webhook"))
 		return
+	}
+	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "probed-webhook: %v\n", err)
+		os.Exit(2)
 	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "probed-webhook: %v\n", err)

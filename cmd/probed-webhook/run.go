@@ -82,6 +82,7 @@ func run(ctx context.Context, o *options) error {
 	host, port, _ := o.hostPort()
 	server := webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: o.CertDir, TLSOpts: tlsOpts})
 	metrics := probedadmission.NewMetrics(reg)
+	version.RegisterBuildInfo(reg, "probed_webhook")
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
 	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})

@@ -118,7 +118,7 @@ func (p *httpProber) runTemplate(ctx context.Context, t *httpTemplate, conn *net
 	var over *handover
 	var c *http.Client
 	if t.fast && !p.noFast {
-		x := p.exchange(ctx, t, conn, timeout)
+		x := p.exchange(ctx, t, conn, timeout, target.HTTPCheck)
 		if x.done {
 			return x.res, x.out, x.err, x.keep
 		}
@@ -137,7 +137,7 @@ func (p *httpProber) runTemplate(ctx context.Context, t *httpTemplate, conn *net
 		over.release()
 		return Unknown, "", err, nil
 	}
-	res, out, err = p.send(c, req)
+	res, out, err = p.send(c, req, target.HTTPCheck)
 	over.release()
 	return res, out, err, nil
 }
@@ -166,14 +166,14 @@ func (p *httpProber) client(timeout time.Duration) *http.Client {
 
 // probe sends req through the shared client for timeout.
 func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, string, error) {
-	return p.send(p.client(timeout), req)
+	return p.send(p.client(timeout), req, nil)
 }
 
 // send sends req with c and judges the response as the kubelet's
-// DoHTTPProbe does. Transport errors, timeouts included, are a Failure
+// DoHTTPProbe does, then applies check (nil: none). Transport errors, timeouts included, are a Failure
 // carrying the error text and a nil error; only a failure to read the body,
 // and a connection or redirect the host policy refuses, are errors.
-func (p *httpProber) send(c *http.Client, req *http.Request) (Result, string, error) {
+func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
 	resp, err := c.Do(req)
 	if err != nil {
 		if isRefused(err) {
@@ -191,21 +191,8 @@ func (p *httpProber) send(c *http.Client, req *http.Request) (Result, string, er
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("HTTP probe response", "url", req.URL, "status", code, "truncated", truncated, "body", string(body))
 	}
-	res, out := httpOutcome(code, body)
+	res, out := httpOutcome(code, body, check)
 	return res, out, nil
-}
-
-// httpOutcome judges a response as the kubelet's DoHTTPProbe does.
-func httpOutcome(code int, body []byte) (Result, string) {
-	switch {
-	case code >= http.StatusOK && code < http.StatusMultipleChoices:
-		return Success, string(body)
-	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
-		// Only a redirect we chose not to follow gets here.
-		return Warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)
-	}
-	// The body is deliberately left out of what users see (kubernetes issue 99425).
-	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
 }
 
 // readAtMost reads up to limit bytes. Reaching the limit is not an error:

@@ -63,6 +63,10 @@ type Target struct {
 	// (a probe's "probed.io/keepAlive": true in the annotation). The
 	// kubelet never does; it needs Session.
 	KeepAlive bool
+	// HTTPCheck is an httpGet probe's response checks (the annotation's
+	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
+	// kubelet's rule.
+	HTTPCheck *HTTPCheck
 	// Session is the worker's reusable state; nil keeps nothing.
 	Session *Session
 }

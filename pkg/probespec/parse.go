@@ -30,6 +30,10 @@ type annotatedProbe struct {
 	Probe v1.Probe
 	// KeepAlive is KeepAliveField; nil when absent.
 	KeepAlive *bool
+	// ExpectStatus and ExpectBody are the response checks (httpcheck.go);
+	// nil when absent.
+	ExpectStatus []int
+	ExpectBody   *string
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -218,14 +222,16 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 	// Decoded as strictly as a Probe alone, into a type named Probe so that
 	// decode errors read "Go struct field Probe.periodSeconds" as before.
 	type Probe struct {
-		v1.Probe  `json:",inline"`
-		KeepAlive *bool `json:"probed.io/keepAlive,omitempty"`
+		v1.Probe     `json:",inline"`
+		KeepAlive    *bool   `json:"probed.io/keepAlive,omitempty"`
+		ExpectStatus []int   `json:"probed.io/expectStatus,omitempty"`
+		ExpectBody   *string `json:"probed.io/expectBody,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive}
+	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody}
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

@@ -10,7 +10,8 @@
 //   - defaults.go: the API's defaults, as a table;
 //   - validate.go: the API's validation (validateProbe and friends), as tables;
 //   - targets.go:  which containers may be probed;
-//   - keepalive.go: the probed.io/keepAlive extension.
+//   - keepalive.go: the probed.io/keepAlive extension;
+//   - httpcheck.go: the probed.io/expectStatus and expectBody extensions.
 package probespec
 
 import (
@@ -106,6 +107,16 @@ type DeclaredProbe struct {
 	// KeepAlive is the annotation's "probed.io/keepAlive" (httpGet and grpc
 	// only): reuse one connection across runs, which the kubelet never does.
 	KeepAlive bool
+	// HTTPCheck is the annotation's "probed.io/expectStatus" and
+	// "probed.io/expectBody" (httpGet only), compiled; nil when neither is set.
+	HTTPCheck *prober.HTTPCheck
+}
+
+// SameExtensions reports whether a and b ask for the same probed
+// extensions, so that a probe whose spec and extensions are unchanged
+// keeps its worker.
+func SameExtensions(a, b DeclaredProbe) bool {
+	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck)
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -219,10 +230,10 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 		entry := annotated[tg.container.Name]
 		for _, pt := range probeTypes {
 			var probe *v1.Probe
-			var keepAlive *bool
+			ext := &annotatedProbe{}
 			fromAnnotation := true
 			if ap := entry[pt.typ]; ap != nil {
-				probe, keepAlive = &ap.Probe, ap.KeepAlive
+				probe, ext = &ap.Probe, ap
 			} else {
 				if !src.fromSpec() {
 					continue
@@ -235,7 +246,10 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			probe = probe.DeepCopy()
 			setProbeDefaults(probe)
 			errs := validateProbe(probe, pt.typ, tg.container)
-			errs = append(errs, checkKeepAlive(probe, keepAlive, field.NewPath(pt.field))...)
+			path := field.NewPath(pt.field)
+			errs = append(errs, checkKeepAlive(probe, ext.KeepAlive, path)...)
+			check, checkErrs := checkHTTPCheck(probe, ext.ExpectStatus, ext.ExpectBody, path)
+			errs = append(errs, checkErrs...)
 			if len(errs) > 0 {
 				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
@@ -246,7 +260,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				Type:           pt.typ,
 				Probe:          probe,
 				FromAnnotation: fromAnnotation,
-				KeepAlive:      keepAlive != nil && *keepAlive,
+				KeepAlive:      ext.KeepAlive != nil && *ext.KeepAlive,
+				HTTPCheck:      check,
 			})
 		}
 	}

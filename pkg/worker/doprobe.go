@@ -281,6 +281,7 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		Ports:       w.cfg.Container.Ports,
 		Env:         w.cfg.Container.Env,
 		KeepAlive:   w.cfg.KeepAlive,
+		HTTPCheck:   w.cfg.HTTPCheck,
 		Session:     w.session,
 	}, &w.events)
 	return start, result, output, err

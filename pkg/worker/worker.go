@@ -72,6 +72,8 @@ type Config struct {
 	// KeepAlive is the probe's "probed.io/keepAlive" (httpGet and grpc):
 	// the worker's Session keeps its connection between runs.
 	KeepAlive bool
+	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
+	HTTPCheck *prober.HTTPCheck
 }
 
 // Worker probes one container periodically. Create it with New, start it

@@ -210,6 +210,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
+		GRPCTLS:       d.GRPCTLS,
 	})
 	e.workers[k] = w
 	e.specs[k] = d

@@ -67,6 +67,9 @@ type Target struct {
 	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
 	// kubelet's rule.
 	HTTPCheck *HTTPCheck
+	// GRPCTLS makes a grpc probe use TLS without verifying the certificate:
+	// upstream's grpc.mode TLS (KEP-4939), which k8s.io/api v1.33 lacks.
+	GRPCTLS bool
 	// Session is the worker's reusable state; nil keeps nothing.
 	Session *Session
 }

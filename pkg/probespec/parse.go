@@ -34,6 +34,8 @@ type annotatedProbe struct {
 	// nil when absent.
 	ExpectStatus []int
 	ExpectBody   *string
+	// GRPCMode is grpc.mode (grpcmode.go); nil when absent.
+	GRPCMode *string
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -221,17 +223,29 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 	}
 	// Decoded as strictly as a Probe alone, into a type named Probe so that
 	// decode errors read "Go struct field Probe.periodSeconds" as before.
+	// grpc is decoded with upstream's newer "mode" (grpcmode.go), which
+	// this API version's GRPCAction lacks; the shallower field wins.
+	type GRPCAction struct {
+		v1.GRPCAction `json:",inline"`
+		Mode          *string `json:"mode,omitempty"`
+	}
 	type Probe struct {
 		v1.Probe     `json:",inline"`
-		KeepAlive    *bool   `json:"probed.io/keepAlive,omitempty"`
-		ExpectStatus []int   `json:"probed.io/expectStatus,omitempty"`
-		ExpectBody   *string `json:"probed.io/expectBody,omitempty"`
+		GRPC         *GRPCAction `json:"grpc,omitempty"`
+		KeepAlive    *bool       `json:"probed.io/keepAlive,omitempty"`
+		ExpectStatus []int       `json:"probed.io/expectStatus,omitempty"`
+		ExpectBody   *string     `json:"probed.io/expectBody,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody}
+	ap := &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody}
+	if p.GRPC != nil {
+		ap.Probe.GRPC = &p.GRPC.GRPCAction
+		ap.GRPCMode = p.GRPC.Mode
+	}
+	return ap
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

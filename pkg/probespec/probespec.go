@@ -11,7 +11,8 @@
 //   - validate.go: the API's validation (validateProbe and friends), as tables;
 //   - targets.go:  which containers may be probed;
 //   - keepalive.go: the probed.io/keepAlive extension;
-//   - httpcheck.go: the probed.io/expectStatus and expectBody extensions.
+//   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
+//   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here.
 package probespec
 
 import (
@@ -110,13 +111,16 @@ type DeclaredProbe struct {
 	// HTTPCheck is the annotation's "probed.io/expectStatus" and
 	// "probed.io/expectBody" (httpGet only), compiled; nil when neither is set.
 	HTTPCheck *prober.HTTPCheck
+	// GRPCTLS is upstream's grpc.mode TLS (grpcmode.go): TLS without
+	// certificate verification.
+	GRPCTLS bool
 }
 
 // SameExtensions reports whether a and b ask for the same probed
 // extensions, so that a probe whose spec and extensions are unchanged
 // keeps its worker.
 func SameExtensions(a, b DeclaredProbe) bool {
-	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck)
+	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) && a.GRPCTLS == b.GRPCTLS
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -250,6 +254,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, checkKeepAlive(probe, ext.KeepAlive, path)...)
 			check, checkErrs := checkHTTPCheck(probe, ext.ExpectStatus, ext.ExpectBody, path)
 			errs = append(errs, checkErrs...)
+			grpcTLS, modeErrs := checkGRPCMode(probe, ext.GRPCMode, path)
+			errs = append(errs, modeErrs...)
 			if len(errs) > 0 {
 				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
@@ -262,6 +268,7 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				FromAnnotation: fromAnnotation,
 				KeepAlive:      ext.KeepAlive != nil && *ext.KeepAlive,
 				HTTPCheck:      check,
+				GRPCTLS:        grpcTLS,
 			})
 		}
 	}

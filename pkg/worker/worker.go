@@ -74,6 +74,8 @@ type Config struct {
 	KeepAlive bool
 	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
 	HTTPCheck *prober.HTTPCheck
+	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
+	GRPCTLS bool
 }
 
 // Worker probes one container periodically. Create it with New, start it

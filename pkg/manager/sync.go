@@ -211,6 +211,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
 		GRPCTLS:       d.GRPCTLS,
+
+		ResultChangeEvents: m.opts.ResultChangeEvents,
 	})
 	e.workers[k] = w
 	e.specs[k] = d

@@ -76,6 +76,10 @@ type Config struct {
 	HTTPCheck *prober.HTTPCheck
 	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
 	GRPCTLS bool
+	// ResultChangeEvents emits a Normal ProbeResultChanged event through
+	// Recorder each time the decided result of a container instance flips
+	// (--probe-result-change-events).
+	ResultChangeEvents bool
 }
 
 // Worker probes one container periodically. Create it with New, start it
@@ -106,6 +110,7 @@ type Worker struct {
 
 	// Loop state, owned by the goroutine running doProbe.
 	containerID string
+	decided     results.Result // the instance's published result, for ProbeResultChanged
 	lastResult  results.Result
 	resultRun   int
 	onHold      bool

@@ -211,6 +211,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
 		GRPCTLS:       d.GRPCTLS,
+		Period:        d.Period,
+		Timeout:       d.Timeout,
 
 		ResultChangeEvents: m.opts.ResultChangeEvents,
 	})

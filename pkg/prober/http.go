@@ -40,6 +40,9 @@ import (
 // kubelet's redirect policy: the 10th redirect in a row is refused.
 const maxRedirects = 10
 
+// maxClients bounds the shared clients, one per distinct timeout.
+const maxClients = 64
+
 // httpProber runs httpGet probes. Its transport is built once and shared by
 // all probes: keep-alives are off, so sharing costs no connection reuse, and
 // probes then allocate no transport of their own.
@@ -55,7 +58,8 @@ type httpProber struct {
 	// clients holds one immutable *http.Client per probe timeout. The
 	// client's own Timeout (not a context deadline) is what the kubelet uses,
 	// and its error texts ("Client.Timeout exceeded ...") reach users in
-	// events. Timeouts are whole seconds, so the map stays tiny.
+	// events. Timeouts are mostly whole seconds, so the map stays tiny;
+	// past maxClients (millisecond timeouts) a client is made per probe.
 	mu      sync.RWMutex
 	clients map[time.Duration]*http.Client
 }
@@ -160,7 +164,9 @@ func (p *httpProber) client(timeout time.Duration) *http.Client {
 		Transport:     p.transport,
 		CheckRedirect: checkRedirect,
 	}
-	p.clients[timeout] = c
+	if len(p.clients) < maxClients {
+		p.clients[timeout] = c
+	}
 	return c
 }
 

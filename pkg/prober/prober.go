@@ -139,6 +139,9 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 // runOnce picks the handler, in the kubelet's order when several are set.
 func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Result, string, error) {
 	timeout := time.Duration(spec.TimeoutSeconds) * time.Second
+	if target.Timeout > 0 {
+		timeout = target.Timeout
+	}
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}

@@ -70,6 +70,9 @@ type Target struct {
 	// GRPCTLS makes a grpc probe use TLS without verifying the certificate:
 	// upstream's grpc.mode TLS (KEP-4939), which k8s.io/api v1.33 lacks.
 	GRPCTLS bool
+	// Timeout replaces the spec's timeoutSeconds when positive (the
+	// annotation's "probed.io/timeoutMilliseconds").
+	Timeout time.Duration
 	// Session is the worker's reusable state; nil keeps nothing.
 	Session *Session
 }

@@ -36,6 +36,9 @@ type annotatedProbe struct {
 	ExpectBody   *string
 	// GRPCMode is grpc.mode (grpcmode.go); nil when absent.
 	GRPCMode *string
+	// PeriodMs and TimeoutMs are the sub-second timing (subsecond.go); nil
+	// when absent.
+	PeriodMs, TimeoutMs *int32
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -235,12 +238,15 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 		KeepAlive    *bool       `json:"probed.io/keepAlive,omitempty"`
 		ExpectStatus []int       `json:"probed.io/expectStatus,omitempty"`
 		ExpectBody   *string     `json:"probed.io/expectBody,omitempty"`
+		PeriodMs     *int32      `json:"probed.io/periodMilliseconds,omitempty"`
+		TimeoutMs    *int32      `json:"probed.io/timeoutMilliseconds,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	ap := &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody}
+	ap := &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
+		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs}
 	if p.GRPC != nil {
 		ap.Probe.GRPC = &p.GRPC.GRPCAction
 		ap.GRPCMode = p.GRPC.Mode

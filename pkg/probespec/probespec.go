@@ -12,12 +12,14 @@
 //   - targets.go:  which containers may be probed;
 //   - keepalive.go: the probed.io/keepAlive extension;
 //   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
-//   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here.
+//   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
+//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions.
 package probespec
 
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -114,13 +116,17 @@ type DeclaredProbe struct {
 	// GRPCTLS is upstream's grpc.mode TLS (grpcmode.go): TLS without
 	// certificate verification.
 	GRPCTLS bool
+	// Period and Timeout are the annotation's "probed.io/periodMilliseconds"
+	// and "probed.io/timeoutMilliseconds"; zero: the probe's own seconds.
+	Period, Timeout time.Duration
 }
 
 // SameExtensions reports whether a and b ask for the same probed
 // extensions, so that a probe whose spec and extensions are unchanged
 // keeps its worker.
 func SameExtensions(a, b DeclaredProbe) bool {
-	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) && a.GRPCTLS == b.GRPCTLS
+	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) && a.GRPCTLS == b.GRPCTLS &&
+		a.Period == b.Period && a.Timeout == b.Timeout
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -256,6 +262,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, checkErrs...)
 			grpcTLS, modeErrs := checkGRPCMode(probe, ext.GRPCMode, path)
 			errs = append(errs, modeErrs...)
+			period, timeout, timingErrs := checkSubSecond(ext.PeriodMs, ext.TimeoutMs, path)
+			errs = append(errs, timingErrs...)
 			if len(errs) > 0 {
 				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
@@ -269,6 +277,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				KeepAlive:      ext.KeepAlive != nil && *ext.KeepAlive,
 				HTTPCheck:      check,
 				GRPCTLS:        grpcTLS,
+				Period:         period,
+				Timeout:        timeout,
 			})
 		}
 	}

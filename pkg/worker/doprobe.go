@@ -306,6 +306,7 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		KeepAlive:   w.cfg.KeepAlive,
 		HTTPCheck:   w.cfg.HTTPCheck,
 		GRPCTLS:     w.cfg.GRPCTLS,
+		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
 	}, &w.events)
 	return start, result, output, err

@@ -76,6 +76,11 @@ type Config struct {
 	HTTPCheck *prober.HTTPCheck
 	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
 	GRPCTLS bool
+	// Period and Timeout replace the spec's periodSeconds and
+	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
+	// "probed.io/timeoutMilliseconds").
+	Period, Timeout time.Duration
+
 	// ResultChangeEvents emits a Normal ProbeResultChanged event through
 	// Recorder each time the decided result of a container instance flips
 	// (--probe-result-change-events).
@@ -206,6 +211,9 @@ func (w *Worker) start(ctx context.Context) bool {
 	w.registered = true
 
 	period := time.Duration(w.cfg.Spec.PeriodSeconds) * time.Second
+	if w.cfg.Period > 0 {
+		period = w.cfg.Period
+	}
 	if period <= 0 {
 		period = defaultPeriod
 	}

@@ -89,6 +89,15 @@ func SpecSummary(p *v1.Probe) string {
 	return specSummary(p, 0, 0)
 }
 
+// summaryDuration is whole seconds as "90s", as kubectl describe words
+// them, and anything finer as Go does ("100ms").
+func summaryDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
 // specSummary is SpecSummary with a period and timeout that replace the
 // spec's when positive (the millisecond extensions).
 func specSummary(p *v1.Probe, period, timeout time.Duration) string {
@@ -101,8 +110,8 @@ func specSummary(p *v1.Probe, period, timeout time.Duration) string {
 	if timeout <= 0 {
 		timeout = time.Duration(p.TimeoutSeconds) * time.Second
 	}
-	attrs := fmt.Sprintf("delay=%ds timeout=%v period=%v #success=%d #failure=%d",
-		p.InitialDelaySeconds, timeout, period, p.SuccessThreshold, p.FailureThreshold)
+	attrs := fmt.Sprintf("delay=%ds timeout=%s period=%s #success=%d #failure=%d",
+		p.InitialDelaySeconds, summaryDuration(timeout), summaryDuration(period), p.SuccessThreshold, p.FailureThreshold)
 	switch h := p.ProbeHandler; {
 	case h.Exec != nil:
 		return fmt.Sprintf("exec [%s] %s", strings.Join(h.Exec.Command, " "), attrs)

@@ -59,3 +59,16 @@ func TestSubSecondPeriod(t *testing.T) {
 		t.Errorf("summary %q does not show the millisecond timing", s)
 	}
 }
+
+// TestSpecSummaryDurations: whole seconds read as before ("90s", never
+// "1m30s"); the millisecond extensions read as durations.
+func TestSpecSummaryDurations(t *testing.T) {
+	p := &v1.Probe{PeriodSeconds: 90, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3,
+		ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	if s := SpecSummary(p); !strings.Contains(s, "timeout=1s period=90s") {
+		t.Errorf("SpecSummary = %q", s)
+	}
+	if s := specSummary(p, 150*time.Millisecond, 1500*time.Millisecond); !strings.Contains(s, "timeout=1.5s period=150ms") {
+		t.Errorf("specSummary = %q", s)
+	}
+}

@@ -166,6 +166,8 @@ func run(ctx context.Context, o *options) error {
 		Metrics:              manager.NewMetrics(reg),
 		Clock:                clock.RealClock{},
 		DaemonStart:          start,
+		// Off by default: one more event per flip, beside Unhealthy.
+		ResultChangeEvents: o.ProbeResultChangeEvents,
 	})
 	if err != nil {
 		return err

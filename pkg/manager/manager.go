@@ -65,6 +65,10 @@ type Options struct {
 	DaemonStart time.Time
 	// GCPeriod is how often workers of pods gone from the cache are swept.
 	GCPeriod time.Duration
+
+	// ResultChangeEvents makes workers emit a Normal ProbeResultChanged
+	// event when a probe's decided result flips (--probe-result-change-events).
+	ResultChangeEvents bool
 }
 
 // Manager is the only owner of the worker map: one worker per (pod UID,

@@ -145,7 +145,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 	}
 	for k, w := range e.workers {
 		d, ok := want[k]
-		if ok && probespec.ProbeSpecEqual(d.Probe, e.specs[k].Probe) && d.KeepAlive == e.specs[k].KeepAlive {
+		if ok && probespec.ProbeSpecEqual(d.Probe, e.specs[k].Probe) && probespec.SameExtensions(d, e.specs[k]) {
 			continue
 		}
 		w.Stop()
@@ -169,7 +169,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		// A worker that ended on its own (its container will not run again,
 		// or the pod is being deleted) stays ended, as in the kubelet, which
 		// adds a pod's workers once; only an edit of its probe starts it anew.
-		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && d.KeepAlive == ended.KeepAlive {
+		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && probespec.SameExtensions(d, ended) {
 			continue
 		}
 		delete(e.ended, k)
@@ -209,6 +209,12 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Metrics:       m.opts.WorkerMetrics,
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
+		HTTPCheck:     d.HTTPCheck,
+		GRPCTLS:       d.GRPCTLS,
+		Period:        d.Period,
+		Timeout:       d.Timeout,
+
+		ResultChangeEvents: m.opts.ResultChangeEvents,
 	})
 	e.workers[k] = w
 	e.specs[k] = d

@@ -91,7 +91,7 @@ func (m *Manager) restartWorker(ctx context.Context, uid types.UID, k probeKey, 
 	klog.V(2).InfoS("Restart cancelled by the restart guard; probing the container afresh", "pod", klog.KObj(pod), "container", k.container, "probeType", k.probeType)
 	old.Stop()
 	delete(e.workers, k)
-	period := time.Duration(d.Probe.PeriodSeconds) * time.Second
+	period := d.PeriodDuration()
 	if period <= 0 {
 		period = 10 * time.Second
 	}

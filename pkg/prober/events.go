@@ -8,4 +8,8 @@ const (
 	// ReasonProbeWarning marks a probe that passed with a warning, such as an
 	// HTTP redirect to another host that was not followed.
 	ReasonProbeWarning = "ProbeWarning"
+	// ReasonProbeResultChanged marks a probe whose decided result flipped
+	// (Normal; probed's own, behind --probe-result-change-events, as
+	// kubernetes PR 135401 proposes for the kubelet).
+	ReasonProbeResultChanged = "ProbeResultChanged"
 )

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -21,7 +23,8 @@ import (
 )
 
 // grpcProber calls grpc.health.v1.Health/Check over a fresh plaintext
-// connection per probe, like the kubelet and grpc_health_probe. Every
+// connection per probe, like the kubelet and grpc_health_probe, or over TLS
+// without certificate verification for grpc.mode TLS (KEP-4939). Every
 // outcome is a (Failure|Success, message, nil): the messages are the
 // kubelet's, word for word, since users read them in events.
 //
@@ -34,8 +37,10 @@ import (
 // request on, the fast path judges the answer itself by grpc-go's rules,
 // so results and texts are grpc-go's on the same bytes.
 type grpcProber struct {
-	// opts are immutable and shared by all probes.
-	opts []grpc.DialOption
+	// opts are immutable and shared by all probes; tlsOpts are the same
+	// with TLS credentials (grpc.mode TLS), tlsCreds those credentials.
+	opts, tlsOpts []grpc.DialOption
+	tlsCreds      credentials.TransportCredentials
 	// guarded is set when a host guard checks connections: the dialer then
 	// needs the probe's scope, which gRPC's own dial context does not
 	// carry, so each probe adds a dialer that brings it along.
@@ -62,7 +67,19 @@ func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
 			return dialer.DialContext(ctx, "tcp", addr)
 		}))
 	}
+	// KEP-4939's semantics: TLS, and no verification of the certificate
+	// (the kubelet dials the pod IP, which no certificate names).
+	p.tlsCreds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // upstream parity
+	p.tlsOpts = append(slices.Clip(p.opts), grpc.WithTransportCredentials(p.tlsCreds))
 	return p
+}
+
+// dialOpts are the options for a probe over plaintext or TLS.
+func (p *grpcProber) dialOpts(useTLS bool) []grpc.DialOption {
+	if useTLS {
+		return p.tlsOpts
+	}
+	return p.opts
 }
 
 // probe runs one gRPC health check with a new connection.
@@ -73,21 +90,26 @@ func (p *grpcProber) probe(ctx context.Context, host, service string, port int, 
 // probeSession runs one health check. With keepAlive and a session, the
 // connection is kept for the worker's next probe.
 func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive bool, host, service string, port int, timeout time.Duration) (Result, string, error) {
+	return p.probeTLS(ctx, s, keepAlive, false, host, service, port, timeout)
+}
+
+// probeTLS runs one health check, over TLS when useTLS (grpc.mode TLS).
+func (p *grpcProber) probeTLS(ctx context.Context, s *Session, keepAlive, useTLS bool, host, service string, port int, timeout time.Duration) (Result, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	if p.noFast {
-		return p.probeGRPCGo(ctx, addr, service, timeout)
+		return p.probeGRPCGoTLS(ctx, addr, service, timeout, useTLS)
 	}
 	gs := s.grpcState()
 	var t *grpcTemplate
 	if gs != nil {
-		t = gs.template(addr, service, p.userAgent)
+		t = gs.template(addr, service, p.userAgent, useTLS)
 	} else {
-		t = p.templates.get(addr, service, p.userAgent)
+		t = p.templates.get(addr, service, p.userAgent, useTLS)
 	}
 	if !t.fits() {
-		return p.probeGRPCGo(ctx, addr, service, timeout)
+		return p.probeGRPCGoTLS(ctx, addr, service, timeout, useTLS)
 	}
 	ans, ready, err := p.fastCall(ctx, gs, keepAlive && gs != nil, addr, t)
 	if err == nil {
@@ -105,8 +127,8 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	if ctx.Err() != nil {
 		return connectOutcome(addr, service, timeout, ctx.Err())
 	}
-	klog.V(5).InfoS("gRPC fast path sent nothing, asking grpc-go", "addr", addr, "service", service, "err", err)
-	return p.probeGRPCGo(ctx, addr, service, timeout)
+	klog.V(5).InfoS("gRPC fast path sent nothing, asking grpc-go", "addr", addr, "service", service, "tls", useTLS, "err", err)
+	return p.probeGRPCGoTLS(ctx, addr, service, timeout, useTLS)
 }
 
 // fastCall runs the check on the fast path. A non-nil err means nothing of
@@ -168,7 +190,11 @@ func (p *grpcProber) fastCall(ctx context.Context, gs *grpcSession, keep bool, a
 // open dials addr and reads the server's first SETTINGS; ready says
 // whether they came. On an error the connection is closed.
 func (p *grpcProber) open(ctx context.Context, addr string, t *grpcTemplate) (c *h2conn, ready bool, err error) {
-	c, err = dialH2(ctx, p.dialer, addr)
+	var creds credentials.TransportCredentials
+	if t.tls {
+		creds = p.tlsCreds
+	}
+	c, err = dialH2(ctx, p.dialer, addr, creds)
 	if err != nil {
 		return nil, false, err
 	}
@@ -238,10 +264,15 @@ func rpcOutcome(addr, service string, timeout time.Duration, serving int32, err 
 // probeGRPCGo is the probe on grpc-go, whose outcomes and texts are the
 // kubelet's. addr is host:port.
 func (p *grpcProber) probeGRPCGo(ctx context.Context, addr, service string, timeout time.Duration) (Result, string, error) {
+	return p.probeGRPCGoTLS(ctx, addr, service, timeout, false)
+}
+
+// probeGRPCGoTLS is probeGRPCGo, over TLS when useTLS.
+func (p *grpcProber) probeGRPCGoTLS(ctx context.Context, addr, service string, timeout time.Duration, useTLS bool) (Result, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	conn, err := p.connect(ctx, addr)
+	conn, err := p.connect(ctx, addr, useTLS)
 	if err != nil {
 		if isRefused(err) {
 			return Unknown, "", err
@@ -259,12 +290,12 @@ func (p *grpcProber) probeGRPCGo(ctx context.Context, addr, service string, time
 // WithBlock: a refused or silent port keeps the channel retrying until the
 // deadline, and the error is then the bare context error. The passthrough
 // scheme hands the address to the dialer as is, again like DialContext.
-func (p *grpcProber) connect(ctx context.Context, addr string) (*grpc.ClientConn, error) {
-	opts := p.opts
+func (p *grpcProber) connect(ctx context.Context, addr string, useTLS bool) (*grpc.ClientConn, error) {
+	opts := p.dialOpts(useTLS)
 	if p.guarded {
 		// The last dialer option wins; p.opts has none when guarded.
 		probeCtx := ctx
-		opts = append(slices.Clip(p.opts), grpc.WithContextDialer(func(dialCtx context.Context, addr string) (net.Conn, error) {
+		opts = append(slices.Clip(opts), grpc.WithContextDialer(func(dialCtx context.Context, addr string) (net.Conn, error) {
 			return p.dialer.DialContext(copyDialScope(dialCtx, probeCtx), "tcp", addr)
 		}))
 	}
@@ -291,22 +322,27 @@ func (p *grpcProber) connect(ctx context.Context, addr string) (*grpc.ClientConn
 // and simply forgets everything when full (pod IPs come and go).
 type templateCache struct {
 	mu sync.Mutex
-	m  map[[2]string]*grpcTemplate
+	m  map[templateKey]*grpcTemplate
+}
+
+type templateKey struct {
+	authority, service string
+	tls                bool
 }
 
 const templateCacheMax = 1024
 
-func (c *templateCache) get(authority, service, userAgent string) *grpcTemplate {
-	key := [2]string{authority, service}
+func (c *templateCache) get(authority, service, userAgent string, useTLS bool) *grpcTemplate {
+	key := templateKey{authority, service, useTLS}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t, ok := c.m[key]; ok {
 		return t
 	}
 	if c.m == nil || len(c.m) >= templateCacheMax {
-		c.m = make(map[[2]string]*grpcTemplate)
+		c.m = make(map[templateKey]*grpcTemplate)
 	}
-	t := newGRPCTemplate(authority, service, userAgent)
+	t := newGRPCTemplate(authority, service, userAgent, useTLS)
 	c.m[key] = t
 	return t
 }
@@ -340,13 +376,13 @@ func (s *Session) grpcState() *grpcSession {
 	return s.grpc
 }
 
-func (g *grpcSession) template(authority, service, userAgent string) *grpcTemplate {
+func (g *grpcSession) template(authority, service, userAgent string, useTLS bool) *grpcTemplate {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if t := g.tmpl; t != nil && t.authority == authority && t.service == service {
+	if t := g.tmpl; t != nil && t.authority == authority && t.service == service && t.tls == useTLS {
 		return t
 	}
-	g.tmpl = newGRPCTemplate(authority, service, userAgent)
+	g.tmpl = newGRPCTemplate(authority, service, userAgent, useTLS)
 	return g.tmpl
 }
 

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -194,11 +195,18 @@ func (c *h2conn) close(clean bool) {
 }
 
 // dialH2 opens the TCP connection through the probe dialer, so the host
-// guard judges it like any other probe connection.
-func dialH2(ctx context.Context, d *net.Dialer, addr string) (*h2conn, error) {
+// guard judges it like any other probe connection. With creds (grpc.mode
+// TLS) it then runs grpc-go's own client handshake on it, so that the
+// TLS settings, server name and ALPN rule are grpc-go's.
+func dialH2(ctx context.Context, d *net.Dialer, addr string, creds credentials.TransportCredentials) (*h2conn, error) {
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if creds != nil {
+		if conn, _, err = creds.ClientHandshake(ctx, addr, conn); err != nil {
+			return nil, err
+		}
 	}
 	return newH2Conn(conn), nil
 }
@@ -1003,7 +1011,10 @@ func decodeHealthResponse(msg []byte) (int32, error) {
 // frame headers and the timeout are added per request.
 type grpcTemplate struct {
 	authority, service string
-	headers, data      []byte
+	// tls: the request goes over TLS (grpc.mode TLS), so its :scheme is
+	// https, as grpc-go sends it over TLS credentials.
+	tls           bool
+	headers, data []byte
 	// listSize is the request's header list size as HTTP/2 counts it,
 	// grpc-timeout included at its longest.
 	listSize int64
@@ -1018,14 +1029,18 @@ const maxTemplatePayload = 16 << 10
 // order. A dynamic table size update to 0 opens the block and no field is
 // indexed, so the block does not depend on any connection's HPACK state and
 // can be sent again and again on one connection.
-func newGRPCTemplate(authority, service, userAgent string) *grpcTemplate {
+func newGRPCTemplate(authority, service, userAgent string, useTLS bool) *grpcTemplate {
+	scheme := "http"
+	if useTLS {
+		scheme = "https"
+	}
 	var buf bytes.Buffer
 	enc := hpack.NewEncoder(&buf)
 	enc.SetMaxDynamicTableSizeLimit(0)
 	size := int64(hpack.HeaderField{Name: "grpc-timeout", Value: "12345678m"}.Size())
 	for _, f := range [...]hpack.HeaderField{
 		{Name: ":method", Value: "POST"},
-		{Name: ":scheme", Value: "http"},
+		{Name: ":scheme", Value: scheme},
 		{Name: ":path", Value: "/grpc.health.v1.Health/Check"},
 		{Name: ":authority", Value: authority},
 		{Name: "content-type", Value: "application/grpc"},
@@ -1042,7 +1057,7 @@ func newGRPCTemplate(authority, service, userAgent string) *grpcTemplate {
 	}
 	data := make([]byte, 5, 5+len(msg))
 	binary.BigEndian.PutUint32(data[1:], uint32(len(msg)))
-	return &grpcTemplate{authority: authority, service: service, headers: buf.Bytes(), data: append(data, msg...), listSize: size}
+	return &grpcTemplate{authority: authority, service: service, tls: useTLS, headers: buf.Bytes(), data: append(data, msg...), listSize: size}
 }
 
 func (t *grpcTemplate) fits() bool {

@@ -40,6 +40,9 @@ import (
 // kubelet's redirect policy: the 10th redirect in a row is refused.
 const maxRedirects = 10
 
+// maxClients bounds the shared clients, one per distinct timeout.
+const maxClients = 64
+
 // httpProber runs httpGet probes. Its transport is built once and shared by
 // all probes: keep-alives are off, so sharing costs no connection reuse, and
 // probes then allocate no transport of their own.
@@ -55,7 +58,8 @@ type httpProber struct {
 	// clients holds one immutable *http.Client per probe timeout. The
 	// client's own Timeout (not a context deadline) is what the kubelet uses,
 	// and its error texts ("Client.Timeout exceeded ...") reach users in
-	// events. Timeouts are whole seconds, so the map stays tiny.
+	// events. Timeouts are mostly whole seconds, so the map stays tiny;
+	// past maxClients (millisecond timeouts) a client is made per probe.
 	mu      sync.RWMutex
 	clients map[time.Duration]*http.Client
 }
@@ -118,7 +122,7 @@ func (p *httpProber) runTemplate(ctx context.Context, t *httpTemplate, conn *net
 	var over *handover
 	var c *http.Client
 	if t.fast && !p.noFast {
-		x := p.exchange(ctx, t, conn, timeout)
+		x := p.exchange(ctx, t, conn, timeout, target.HTTPCheck)
 		if x.done {
 			return x.res, x.out, x.err, x.keep
 		}
@@ -137,7 +141,7 @@ func (p *httpProber) runTemplate(ctx context.Context, t *httpTemplate, conn *net
 		over.release()
 		return Unknown, "", err, nil
 	}
-	res, out, err = p.send(c, req)
+	res, out, err = p.send(c, req, target.HTTPCheck)
 	over.release()
 	return res, out, err, nil
 }
@@ -160,20 +164,22 @@ func (p *httpProber) client(timeout time.Duration) *http.Client {
 		Transport:     p.transport,
 		CheckRedirect: checkRedirect,
 	}
-	p.clients[timeout] = c
+	if len(p.clients) < maxClients {
+		p.clients[timeout] = c
+	}
 	return c
 }
 
 // probe sends req through the shared client for timeout.
 func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, string, error) {
-	return p.send(p.client(timeout), req)
+	return p.send(p.client(timeout), req, nil)
 }
 
 // send sends req with c and judges the response as the kubelet's
-// DoHTTPProbe does. Transport errors, timeouts included, are a Failure
+// DoHTTPProbe does, then applies check (nil: none). Transport errors, timeouts included, are a Failure
 // carrying the error text and a nil error; only a failure to read the body,
 // and a connection or redirect the host policy refuses, are errors.
-func (p *httpProber) send(c *http.Client, req *http.Request) (Result, string, error) {
+func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
 	resp, err := c.Do(req)
 	if err != nil {
 		if isRefused(err) {
@@ -191,21 +197,8 @@ func (p *httpProber) send(c *http.Client, req *http.Request) (Result, string, er
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("HTTP probe response", "url", req.URL, "status", code, "truncated", truncated, "body", string(body))
 	}
-	res, out := httpOutcome(code, body)
+	res, out := httpOutcome(code, body, check)
 	return res, out, nil
-}
-
-// httpOutcome judges a response as the kubelet's DoHTTPProbe does.
-func httpOutcome(code int, body []byte) (Result, string) {
-	switch {
-	case code >= http.StatusOK && code < http.StatusMultipleChoices:
-		return Success, string(body)
-	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
-		// Only a redirect we chose not to follow gets here.
-		return Warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)
-	}
-	// The body is deliberately left out of what users see (kubernetes issue 99425).
-	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
 }
 
 // readAtMost reads up to limit bytes. Reaching the limit is not an error:

@@ -61,7 +61,7 @@ type exchangeOutcome struct {
 // probe, or on a new one. A kept connection that fails before anything at
 // all is received was closed by the server while idle: it is redialed, as
 // net/http's Transport retries a request on a reused idle connection.
-func (p *httpProber) exchange(ctx context.Context, t *httpTemplate, conn *net.TCPConn, timeout time.Duration) exchangeOutcome {
+func (p *httpProber) exchange(ctx context.Context, t *httpTemplate, conn *net.TCPConn, timeout time.Duration, check *HTTPCheck) exchangeOutcome {
 	deadline := time.Now().Add(timeout)
 	left := func() time.Duration { return max(time.Until(deadline), time.Millisecond) }
 	reused := conn != nil
@@ -79,7 +79,7 @@ func (p *httpProber) exchange(ctx context.Context, t *httpTemplate, conn *net.TC
 			}
 			conn = c.(*net.TCPConn)
 		}
-		a, rest := roundTrip(ctx, conn, t, deadline)
+		a, rest := roundTrip(ctx, conn, t, deadline, check)
 		if rest == nil {
 			x := exchangeOutcome{done: true, res: a.res, out: a.out, err: a.err}
 			switch {
@@ -113,9 +113,10 @@ type answer struct {
 	keep, eof bool
 }
 
-// roundTrip writes t's request on conn and reads the answer. It returns
+// roundTrip writes t's request on conn and reads the answer, judged with
+// check (nil: the kubelet's rule alone). It returns
 // rest, non-nil, when net/http must read and judge the answer instead.
-func roundTrip(ctx context.Context, conn *net.TCPConn, t *httpTemplate, deadline time.Time) (a answer, rest *replayConn) {
+func roundTrip(ctx context.Context, conn *net.TCPConn, t *httpTemplate, deadline time.Time, check *HTTPCheck) (a answer, rest *replayConn) {
 	_ = conn.SetDeadline(deadline)
 	if ctx.Done() != nil {
 		// The worker is going away: end the wait now, as net/http would.
@@ -185,7 +186,7 @@ func roundTrip(ctx context.Context, conn *net.TCPConn, t *httpTemplate, deadline
 		return handOver(n, err)
 	}
 	body := buf[h.bodyAt:min(n, end)]
-	res, out := httpOutcome(h.status, body)
+	res, out := httpOutcome(h.status, body, check)
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("HTTP probe response", "url", t.url, "status", h.status, "truncated", int64(len(body)) == MaxOutputBytes, "body", string(body))
 	}

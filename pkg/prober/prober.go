@@ -139,6 +139,9 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 // runOnce picks the handler, in the kubelet's order when several are set.
 func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Result, string, error) {
 	timeout := time.Duration(spec.TimeoutSeconds) * time.Second
+	if target.Timeout > 0 {
+		timeout = target.Timeout
+	}
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
@@ -182,9 +185,9 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 			return Unknown, "", err
 		}
 		if v := klog.V(4); v.Enabled() {
-			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout)
+			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout, "tls", target.GRPCTLS)
 		}
-		return p.grpc.probeSession(ctx, target.Session, target.KeepAlive, target.PodIP, service, int(h.GRPC.Port), timeout)
+		return p.grpc.probeTLS(ctx, target.Session, target.KeepAlive, target.GRPCTLS, target.PodIP, service, int(h.GRPC.Port), timeout)
 	}
 	return Unknown, "", errNoHandler
 }

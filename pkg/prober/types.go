@@ -63,6 +63,16 @@ type Target struct {
 	// (a probe's "probed.io/keepAlive": true in the annotation). The
 	// kubelet never does; it needs Session.
 	KeepAlive bool
+	// HTTPCheck is an httpGet probe's response checks (the annotation's
+	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
+	// kubelet's rule.
+	HTTPCheck *HTTPCheck
+	// GRPCTLS makes a grpc probe use TLS without verifying the certificate:
+	// upstream's grpc.mode TLS (KEP-4939), which k8s.io/api v1.33 lacks.
+	GRPCTLS bool
+	// Timeout replaces the spec's timeoutSeconds when positive (the
+	// annotation's "probed.io/timeoutMilliseconds").
+	Timeout time.Duration
 	// Session is the worker's reusable state; nil keeps nothing.
 	Session *Session
 }

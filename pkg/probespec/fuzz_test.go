@@ -42,6 +42,7 @@ func FuzzDeclaredProbes(f *testing.F) {
 	f.Add(`{"app": {"readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 2}}}`, "metrics", int32(9090), true)
 	f.Add("side:\n  livenessProbe:\n    tcpSocket: {port: metrics}\n", "metrics", int32(9090), true)
 	f.Add(`{"app": {"readinesProbe": {}}}`, "http", int32(0), false)
+	f.Add(`{"app": {"readinessProbe": {"httpGet": {"port": "http"}, "probed.io/keepAlive": true, "probed.io/expectStatus": [200, 204], "probed.io/expectBody": "^ok$", "probed.io/periodMilliseconds": 100, "probed.io/timeoutMilliseconds": 50}, "livenessProbe": {"grpc": {"port": 9090, "mode": "TLS"}}}}`, "metrics", int32(9090), true)
 	f.Fuzz(func(t *testing.T, annotation, portName string, portNum int32, sidecar bool) {
 		pod := fuzzPod(annotation, portName, portNum, sidecar)
 		before := pod.DeepCopy()
@@ -88,7 +89,7 @@ func FuzzDeclaredProbes(f *testing.F) {
 			}
 
 			last := -1
-			annotated := map[string]map[string]*v1.Probe{}
+			annotated := map[string]map[string]any{}
 			for _, d := range probes {
 				rank, ok := order[d.Container.Name]
 				if !ok {
@@ -115,9 +116,9 @@ func FuzzDeclaredProbes(f *testing.F) {
 				}
 				if d.FromAnnotation {
 					if annotated[d.Container.Name] == nil {
-						annotated[d.Container.Name] = map[string]*v1.Probe{}
+						annotated[d.Container.Name] = map[string]any{}
 					}
-					annotated[d.Container.Name][probeFieldName(d.Type)] = d.Probe
+					annotated[d.Container.Name][probeFieldName(d.Type)] = withExtensions(t, d)
 				}
 			}
 
@@ -137,4 +138,39 @@ func FuzzDeclaredProbes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// withExtensions is d's probe as the annotation would declare it, probed's
+// extensions included, for the round trip.
+func withExtensions(t *testing.T, d DeclaredProbe) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(d.Probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if d.KeepAlive {
+		m[KeepAliveField] = true
+	}
+	if c := d.HTTPCheck; c != nil {
+		if c.Status != nil {
+			m[ExpectStatusField] = c.Status
+		}
+		if c.Body != nil {
+			m[ExpectBodyField] = c.Body.String()
+		}
+	}
+	if d.GRPCTLS {
+		m["grpc"].(map[string]any)["mode"] = GRPCModeTLS
+	}
+	if d.Period > 0 {
+		m[PeriodMillisecondsField] = d.Period.Milliseconds()
+	}
+	if d.Timeout > 0 {
+		m[TimeoutMillisecondsField] = d.Timeout.Milliseconds()
+	}
+	return m
 }

@@ -30,6 +30,15 @@ type annotatedProbe struct {
 	Probe v1.Probe
 	// KeepAlive is KeepAliveField; nil when absent.
 	KeepAlive *bool
+	// ExpectStatus and ExpectBody are the response checks (httpcheck.go);
+	// nil when absent.
+	ExpectStatus []int
+	ExpectBody   *string
+	// GRPCMode is grpc.mode (grpcmode.go); nil when absent.
+	GRPCMode *string
+	// PeriodMs and TimeoutMs are the sub-second timing (subsecond.go); nil
+	// when absent.
+	PeriodMs, TimeoutMs *int32
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -217,15 +226,32 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 	}
 	// Decoded as strictly as a Probe alone, into a type named Probe so that
 	// decode errors read "Go struct field Probe.periodSeconds" as before.
+	// grpc is decoded with upstream's newer "mode" (grpcmode.go), which
+	// this API version's GRPCAction lacks; the shallower field wins.
+	type GRPCAction struct {
+		v1.GRPCAction `json:",inline"`
+		Mode          *string `json:"mode,omitempty"`
+	}
 	type Probe struct {
-		v1.Probe  `json:",inline"`
-		KeepAlive *bool `json:"probed.io/keepAlive,omitempty"`
+		v1.Probe     `json:",inline"`
+		GRPC         *GRPCAction `json:"grpc,omitempty"`
+		KeepAlive    *bool       `json:"probed.io/keepAlive,omitempty"`
+		ExpectStatus []int       `json:"probed.io/expectStatus,omitempty"`
+		ExpectBody   *string     `json:"probed.io/expectBody,omitempty"`
+		PeriodMs     *int32      `json:"probed.io/periodMilliseconds,omitempty"`
+		TimeoutMs    *int32      `json:"probed.io/timeoutMilliseconds,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive}
+	ap := &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
+		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs}
+	if p.GRPC != nil {
+		ap.Probe.GRPC = &p.GRPC.GRPCAction
+		ap.GRPCMode = p.GRPC.Mode
+	}
+	return ap
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

@@ -10,12 +10,16 @@
 //   - defaults.go: the API's defaults, as a table;
 //   - validate.go: the API's validation (validateProbe and friends), as tables;
 //   - targets.go:  which containers may be probed;
-//   - keepalive.go: the probed.io/keepAlive extension.
+//   - keepalive.go: the probed.io/keepAlive extension;
+//   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
+//   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
+//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions.
 package probespec
 
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -106,6 +110,23 @@ type DeclaredProbe struct {
 	// KeepAlive is the annotation's "probed.io/keepAlive" (httpGet and grpc
 	// only): reuse one connection across runs, which the kubelet never does.
 	KeepAlive bool
+	// HTTPCheck is the annotation's "probed.io/expectStatus" and
+	// "probed.io/expectBody" (httpGet only), compiled; nil when neither is set.
+	HTTPCheck *prober.HTTPCheck
+	// GRPCTLS is upstream's grpc.mode TLS (grpcmode.go): TLS without
+	// certificate verification.
+	GRPCTLS bool
+	// Period and Timeout are the annotation's "probed.io/periodMilliseconds"
+	// and "probed.io/timeoutMilliseconds"; zero: the probe's own seconds.
+	Period, Timeout time.Duration
+}
+
+// SameExtensions reports whether a and b ask for the same probed
+// extensions, so that a probe whose spec and extensions are unchanged
+// keeps its worker.
+func SameExtensions(a, b DeclaredProbe) bool {
+	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) && a.GRPCTLS == b.GRPCTLS &&
+		a.Period == b.Period && a.Timeout == b.Timeout
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -219,10 +240,10 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 		entry := annotated[tg.container.Name]
 		for _, pt := range probeTypes {
 			var probe *v1.Probe
-			var keepAlive *bool
+			ext := &annotatedProbe{}
 			fromAnnotation := true
 			if ap := entry[pt.typ]; ap != nil {
-				probe, keepAlive = &ap.Probe, ap.KeepAlive
+				probe, ext = &ap.Probe, ap
 			} else {
 				if !src.fromSpec() {
 					continue
@@ -235,7 +256,14 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			probe = probe.DeepCopy()
 			setProbeDefaults(probe)
 			errs := validateProbe(probe, pt.typ, tg.container)
-			errs = append(errs, checkKeepAlive(probe, keepAlive, field.NewPath(pt.field))...)
+			path := field.NewPath(pt.field)
+			errs = append(errs, checkKeepAlive(probe, ext.KeepAlive, path)...)
+			check, checkErrs := checkHTTPCheck(probe, ext.ExpectStatus, ext.ExpectBody, path)
+			errs = append(errs, checkErrs...)
+			grpcTLS, modeErrs := checkGRPCMode(probe, ext.GRPCMode, path)
+			errs = append(errs, modeErrs...)
+			period, timeout, timingErrs := checkSubSecond(ext.PeriodMs, ext.TimeoutMs, path)
+			errs = append(errs, timingErrs...)
 			if len(errs) > 0 {
 				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue
@@ -246,7 +274,11 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				Type:           pt.typ,
 				Probe:          probe,
 				FromAnnotation: fromAnnotation,
-				KeepAlive:      keepAlive != nil && *keepAlive,
+				KeepAlive:      ext.KeepAlive != nil && *ext.KeepAlive,
+				HTTPCheck:      check,
+				GRPCTLS:        grpcTLS,
+				Period:         period,
+				Timeout:        timeout,
 			})
 		}
 	}

@@ -204,6 +204,9 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 	// The output goes with the result, so the condition it sets carries the
 	// text of the probe that decided it.
 	w.cfg.Results.Set(w.containerID, results.Value{Result: result, Output: decidingOutput(result, output), Probed: true}, pod)
+	if result != w.decided {
+		w.resultChanged(pod, result, output)
+	}
 
 	// A liveness failure means a restart: stop probing until a new container
 	// appears (probing a container being stopped can corrupt it, kubernetes
@@ -218,6 +221,25 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 		}
 	}
 	return true
+}
+
+// resultChanged records the instance's new decided result and, when
+// asked for, says so in a Normal event. A success's output never goes in
+// it, as it never goes in pod status.
+//
+//go:noinline
+func (w *Worker) resultChanged(pod *v1.Pod, result results.Result, output string) {
+	from := w.decided
+	w.decided = result
+	if !w.cfg.ResultChangeEvents {
+		return
+	}
+	msg := fmt.Sprintf("%s probe result changed from %s to %s", w.cfg.ProbeType, from, result)
+	if out := decidingOutput(result, output); out != "" {
+		msg += ": " + out
+	}
+	w.events.pod = pod
+	w.events.Event(v1.EventTypeNormal, prober.ReasonProbeResultChanged, msg)
 }
 
 // maxDecidingOutput bounds the output kept with a published result: more
@@ -264,6 +286,7 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 		}
 	}
 	w.cfg.Results.Set(id, initial, pod)
+	w.decided = initial.Result
 	w.onHold = false
 	w.killPending = false
 }
@@ -281,6 +304,9 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		Ports:       w.cfg.Container.Ports,
 		Env:         w.cfg.Container.Env,
 		KeepAlive:   w.cfg.KeepAlive,
+		HTTPCheck:   w.cfg.HTTPCheck,
+		GRPCTLS:     w.cfg.GRPCTLS,
+		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
 	}, &w.events)
 	return start, result, output, err

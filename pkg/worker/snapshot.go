@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,7 +70,7 @@ func (w *Worker) Snapshot() Snapshot {
 	}
 	s.PodNamespace, s.PodName, s.PodUID = w.cfg.PodNamespace, w.cfg.PodName, w.cfg.PodUID
 	// The summary is built on demand: few read it, every worker would hold it.
-	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), SpecSummary(w.cfg.Spec)
+	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), specSummary(w.cfg.Spec, w.cfg.Period, w.cfg.Timeout)
 	if s.ContainerID != "" && w.cfg.Results != nil {
 		if v, ok := w.cfg.Results.Get(s.ContainerID); ok {
 			s.Published = resultWord(v.Result)
@@ -85,8 +86,32 @@ func SpecSummary(p *v1.Probe) string {
 	if p == nil {
 		return "<none>"
 	}
-	attrs := fmt.Sprintf("delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
-		p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+	return specSummary(p, 0, 0)
+}
+
+// summaryDuration is whole seconds as "90s", as kubectl describe words
+// them, and anything finer as Go does ("100ms").
+func summaryDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return d.String()
+}
+
+// specSummary is SpecSummary with a period and timeout that replace the
+// spec's when positive (the millisecond extensions).
+func specSummary(p *v1.Probe, period, timeout time.Duration) string {
+	if p == nil {
+		return "<none>"
+	}
+	if period <= 0 {
+		period = time.Duration(p.PeriodSeconds) * time.Second
+	}
+	if timeout <= 0 {
+		timeout = time.Duration(p.TimeoutSeconds) * time.Second
+	}
+	attrs := fmt.Sprintf("delay=%ds timeout=%s period=%s #success=%d #failure=%d",
+		p.InitialDelaySeconds, summaryDuration(timeout), summaryDuration(period), p.SuccessThreshold, p.FailureThreshold)
 	switch h := p.ProbeHandler; {
 	case h.Exec != nil:
 		return fmt.Sprintf("exec [%s] %s", strings.Join(h.Exec.Command, " "), attrs)

@@ -72,6 +72,19 @@ type Config struct {
 	// KeepAlive is the probe's "probed.io/keepAlive" (httpGet and grpc):
 	// the worker's Session keeps its connection between runs.
 	KeepAlive bool
+	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
+	HTTPCheck *prober.HTTPCheck
+	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
+	GRPCTLS bool
+	// Period and Timeout replace the spec's periodSeconds and
+	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
+	// "probed.io/timeoutMilliseconds").
+	Period, Timeout time.Duration
+
+	// ResultChangeEvents emits a Normal ProbeResultChanged event through
+	// Recorder each time the decided result of a container instance flips
+	// (--probe-result-change-events).
+	ResultChangeEvents bool
 }
 
 // Worker probes one container periodically. Create it with New, start it
@@ -102,6 +115,7 @@ type Worker struct {
 
 	// Loop state, owned by the goroutine running doProbe.
 	containerID string
+	decided     results.Result // the instance's published result, for ProbeResultChanged
 	lastResult  results.Result
 	resultRun   int
 	onHold      bool
@@ -197,6 +211,9 @@ func (w *Worker) start(ctx context.Context) bool {
 	w.registered = true
 
 	period := time.Duration(w.cfg.Spec.PeriodSeconds) * time.Second
+	if w.cfg.Period > 0 {
+		period = w.cfg.Period
+	}
 	if period <= 0 {
 		period = defaultPeriod
 	}

@@ -127,7 +127,7 @@ func main() {
 	out := flag.String("out", "docs/benchmarks", "output directory")
 	quick := flag.Bool("quick", false, "a 2-3 minute smoke: one repetition, short runs")
 	merge := flag.Bool("merge", false, "keep the other phases' results from the output directory's results.json and redo only -only's")
-	only := flag.String("only", "", "comma-separated phases to run (sched,net,tw,exec,profile,optin,api); default all")
+	only := flag.String("only", "", "comma-separated phases to run (sched,subsec,net,tw,exec,profile,optin,api); default all")
 	flag.Parse()
 
 	cfg := fullConfig()
@@ -160,7 +160,7 @@ func main() {
 		b.res.Notes = append(old.Notes, "phases "+*only+" re-run at "+time.Now().UTC().Format(time.RFC3339)+" (-merge)")
 	}
 	b.env()
-	phases := map[string]bool{"sched": true, "net": true, "tw": true, "exec": true, "profile": cfg.Profile, "optin": true, "api": true}
+	phases := map[string]bool{"sched": true, "subsec": true, "net": true, "tw": true, "exec": true, "profile": cfg.Profile, "optin": true, "api": true}
 	if *only != "" {
 		phases = map[string]bool{}
 		for _, p := range strings.Split(*only, ",") {
@@ -173,6 +173,7 @@ func main() {
 		f    func() error
 	}{
 		{"sched", b.runSched},
+		{"subsec", b.runSubSecond},
 		{"net", b.runNet},
 		{"tw", b.runTW},
 		{"exec", b.runExec},
@@ -298,6 +299,48 @@ func (b *bench) runSched() error {
 					r.CPUmsPerSec, r.MemPerWorkerB, r.RSSPerWorkerB, r.RunqWaitMsPerS)
 			}
 		}
+	}
+	return nil
+}
+
+// subSecondWorkers and subSecondPeriod are the sub-second case: 1,000
+// workers at probed.io/periodMilliseconds 100, against 1,000 at 1 s in the
+// same run (probed only: the kubelet has no sub-second period).
+const (
+	subSecondWorkers = 1000
+	subSecondPeriod  = 100 * time.Millisecond
+)
+
+func (b *bench) runSubSecond() error {
+	c := b.cfg
+	_, cpu := b.cpus()
+	for rep := 0; rep < c.Reps; rep++ {
+		var base, fast benchkit.SchedResult
+		for _, run := range []struct {
+			period time.Duration
+			into   *benchkit.SchedResult
+		}{{time.Second, &base}, {subSecondPeriod, &fast}} {
+			cmd := pinned(cpu, b.driver("probed"), "sched",
+				"-workers", strconv.Itoa(subSecondWorkers), "-period", run.period.String(),
+				"-warmup", c.SchedWarmup.String(), "-window", c.SchedWindow.String())
+			cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+			if err := runJSON(cmd, run.into); err != nil {
+				return err
+			}
+			b.res.Raw.SubSecond = append(b.res.Raw.SubSecond, SchedRun{Rep: rep, SchedResult: *run.into})
+		}
+		ratio := func(a, b float64) float64 {
+			if b == 0 {
+				return 0
+			}
+			return a / b
+		}
+		logf("subsec rep %d probed %d workers at %v: lateness p50 %.3fms p99 %.3fms max %.3fms, %d/%d ticks, cpu %.1fms/s; "+
+			"against 1s: lateness p50 %.2fx p99 %.2fx max %.2fx, cpu %.2fx (1s: p50 %.3fms p99 %.3fms max %.3fms, cpu %.1fms/s)",
+			rep, subSecondWorkers, subSecondPeriod, fast.Lateness.P50US/1e3, fast.Lateness.P99US/1e3, fast.Lateness.MaxUS/1e3, fast.Ticks, fast.Expected, fast.CPUmsPerSec,
+			ratio(fast.Lateness.P50US, base.Lateness.P50US), ratio(fast.Lateness.P99US, base.Lateness.P99US), ratio(fast.Lateness.MaxUS, base.Lateness.MaxUS),
+			ratio(fast.CPUmsPerSec, base.CPUmsPerSec),
+			base.Lateness.P50US/1e3, base.Lateness.P99US/1e3, base.Lateness.MaxUS/1e3, base.CPUmsPerSec)
 	}
 	return nil
 }
@@ -549,5 +592,7 @@ func resetRaw(r *Raw, phase string) {
 		r.OptIn, r.OptInTW = nil, nil
 	case "api":
 		r.API = nil
+	case "subsec":
+		r.SubSecond = nil
 	}
 }

@@ -45,6 +45,9 @@ type Raw struct {
 	// OptIn and OptInTW are probed's opt-in modes (keep-alive, rst close).
 	OptIn   []NetRun `json:"optin,omitempty"`
 	OptInTW []TWRun  `json:"optin_tw,omitempty"`
+	// SubSecond is probed's sched at a 100 ms period (periodMilliseconds)
+	// beside its 1 s baseline of the same run; the kubelet cannot do it.
+	SubSecond []SchedRun `json:"subsecond,omitempty"`
 }
 
 type NetRun struct {

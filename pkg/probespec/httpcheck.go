@@ -1,0 +1,66 @@
+package probespec
+
+import (
+	"regexp"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/probed-dev/probed/pkg/prober"
+)
+
+// The response checks of an httpGet probe: probed's own fields, beside
+// core/v1 Probe's, that replace or tighten the kubelet's 200–399 rule.
+const (
+	// ExpectStatusField lists the status codes that pass, e.g. [200, 204].
+	ExpectStatusField = "probed.io/expectStatus"
+	// ExpectBodyField is an RE2 regexp the first 10 KiB of the body must match.
+	ExpectBodyField = "probed.io/expectBody"
+)
+
+// The status codes expectStatus may list: every code HTTP defines a class for.
+const (
+	minStatusCode = 100
+	maxStatusCode = 599
+)
+
+// checkHTTPCheck validates a probe's response checks (nil: absent) and
+// compiles them; nil when neither is set.
+func checkHTTPCheck(p *v1.Probe, status []int, body *string, path *field.Path) (*prober.HTTPCheck, field.ErrorList) {
+	if status == nil && body == nil {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	if p.HTTPGet == nil {
+		if status != nil {
+			errs = append(errs, field.Invalid(path.Child(ExpectStatusField), status, "only httpGet probes can check the response status"))
+		}
+		if body != nil {
+			errs = append(errs, field.Invalid(path.Child(ExpectBodyField), *body, "only httpGet probes can check the response body"))
+		}
+		return nil, errs
+	}
+	check := &prober.HTTPCheck{}
+	if status != nil {
+		if len(status) == 0 {
+			errs = append(errs, field.Required(path.Child(ExpectStatusField), "must list at least one status code"))
+		}
+		for i, code := range status {
+			if code < minStatusCode || code > maxStatusCode {
+				errs = append(errs, field.Invalid(path.Child(ExpectStatusField).Index(i), code, "must be an HTTP status code, between 100 and 599, inclusive"))
+			}
+		}
+		check.Status = status
+	}
+	if body != nil {
+		re, err := regexp.Compile(*body)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Child(ExpectBodyField), *body, "must be an RE2 regular expression: "+err.Error()))
+		}
+		check.Body = re
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return check, nil
+}

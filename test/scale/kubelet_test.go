@@ -368,3 +368,5 @@ func condStatus(p *v1.Pod, t string) v1.ConditionStatus {
 	}
 	return ""
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
+
+	"github.com/probed-dev/probed/test/scale/apiload"
 )
 
 var (
@@ -72,7 +74,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "applying deploy/ access manifests:", err)
 		return 1
 	}
-	if err := ensureFlowSchemas(ctx, client); err != nil {
+	if err := apiload.EnsureFlowSchemas(ctx, client); err != nil {
 		fmt.Fprintln(os.Stderr, "flow schemas:", err)
 		return 1
 	}

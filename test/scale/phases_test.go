@@ -15,6 +15,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/test/scale/apiload"
 )
 
 // fleet is every simulated node with the stand-in kubelet.
@@ -70,13 +72,13 @@ func readyIs(s v1.ConditionStatus) func(*v1.Pod) bool {
 	return func(p *v1.Pod) bool { return condStatus(p, gate) == s && condStatus(p, string(v1.PodReady)) == s }
 }
 
-// scrape reads the apiserver's counters, failing the test if it cannot.
-func (f *fleet) scrape() counters {
+// scrape reads the apiserver's apiload.Counters, failing the test if it cannot.
+func (f *fleet) scrape() apiload.Counters {
 	f.t.Helper()
-	var c counters
+	var c apiload.Counters
 	var err error
 	for range 20 { // across an apiserver restart the first scrapes may fail
-		if c, err = scrapeAPIServer(f.ctx); err == nil {
+		if c, err = apiload.Scrape(f.ctx, client); err == nil {
 			return c
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -86,8 +88,8 @@ func (f *fleet) scrape() counters {
 }
 
 // settle waits until neither probed nor the stand-in kubelet has written pod
-// status for quiet, then returns the counters at that point.
-func (f *fleet) settle(quiet, timeout time.Duration) counters {
+// status for quiet, then returns the apiload.Counters at that point.
+func (f *fleet) settle(quiet, timeout time.Duration) apiload.Counters {
 	f.t.Helper()
 	start := time.Now()
 	last := f.scrape()
@@ -95,8 +97,8 @@ func (f *fleet) settle(quiet, timeout time.Duration) counters {
 	for time.Since(start) < timeout {
 		time.Sleep(time.Second)
 		c := f.scrape()
-		if c.fs("probed", "status-write") != last.fs("probed", "status-write") ||
-			c.fs("kubelet", "status-write") != last.fs("kubelet", "status-write") {
+		if c.FS("probed", "status-write") != last.FS("probed", "status-write") ||
+			c.FS("kubelet", "status-write") != last.FS("kubelet", "status-write") {
 			lastChange = time.Now()
 		}
 		last = c
@@ -116,15 +118,15 @@ type window struct {
 	RSSMiB   map[string]float64 `json:"rssMiBAtEnd"`
 	// Flips counts condition status changes the stand-in kubelet saw.
 	Flips int64 `json:"flips"`
-	delta counters
+	delta apiload.Counters
 }
 
 func (f *fleet) measure(fn func()) window {
-	base, u0 := f.scrape(), controlPlaneUsage()
+	base, u0 := f.scrape(), apiload.ReadUsage(cp.RunDir)
 	fn()
-	end, u1 := f.scrape(), controlPlaneUsage()
-	d := end.sub(base)
-	return window{Seconds: u1.At.Sub(u0.At).Seconds(), Requests: d.nonZero(), CPUCores: cpuCores(u0, u1), RSSMiB: u1.RSSMiB, delta: d}
+	end, u1 := f.scrape(), apiload.ReadUsage(cp.RunDir)
+	d := end.Sub(base)
+	return window{Seconds: u1.At.Sub(u0.At).Seconds(), Requests: d.NonZero(), CPUCores: apiload.CPUCores(u0, u1), RSSMiB: u1.RSSMiB, delta: d}
 }
 
 // latencies summarises durations in seconds.

@@ -2,7 +2,11 @@
 
 package scale
 
-import "time"
+import (
+	"time"
+
+	"github.com/probed-dev/probed/test/scale/apiload"
+)
 
 // result is the JSON written to SCALE_OUT; docs/scale.md quotes it.
 type result struct {
@@ -35,13 +39,13 @@ func (r *result) steadyFigures(cfg config) {
 	d := r.Steady.delta
 	per := float64(cfg.Nodes) * r.Steady.Seconds / 60
 	var probed float64
-	for _, rc := range requestClasses {
-		probed += d.fs("probed", rc.name)
+	for _, rc := range apiload.RequestClasses {
+		probed += d.FS("probed", rc.Name)
 	}
 	r.SteadyPerNodeMin = perNodeMinute{
 		ProbedRequests:  probed / per,
-		ProbedWrites:    d.writes("probed") / per,
-		KubeletWrites:   d.writes("kubelet") / per,
+		ProbedWrites:    d.Writes("probed") / per,
+		KubeletWrites:   d.Writes("kubelet") / per,
 		PodWatchEvents:  d["watchev Pod"] / per,
 		CPUCoresPerNode: r.Steady.CPUCores["kube-apiserver"] / float64(cfg.Nodes),
 	}
@@ -57,15 +61,15 @@ type perEvent struct {
 	EventWatchEvents    float64 `json:"eventWatchEvents"`
 }
 
-func divide(d counters, n int) perEvent {
+func divide(d apiload.Counters, n int) perEvent {
 	if n == 0 {
 		return perEvent{}
 	}
 	f := float64(n)
 	return perEvent{
-		ProbedStatusWrites:  d.fs("probed", "status-write") / f,
-		ProbedEventWrites:   d.fs("probed", "event-write") / f,
-		KubeletStatusWrites: d.fs("kubelet", "status-write") / f,
+		ProbedStatusWrites:  d.FS("probed", "status-write") / f,
+		ProbedEventWrites:   d.FS("probed", "event-write") / f,
+		KubeletStatusWrites: d.FS("kubelet", "status-write") / f,
 		PodWatchEvents:      d["watchev Pod"] / f,
 		EventWatchEvents:    d["watchev Event"] / f,
 	}
@@ -73,7 +77,7 @@ func divide(d counters, n int) perEvent {
 
 // applyLatency is the apiserver's mean time for probed's condition writes
 // (server-side apply on pods/status, verb APPLY, which only probed uses).
-func applyLatency(d counters) float64 {
+func applyLatency(d apiload.Counters) float64 {
 	if n := d["lat APPLY pods/status count"]; n > 0 {
 		return d["lat APPLY pods/status sum"] / n
 	}

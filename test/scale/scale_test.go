@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/test/scale/apiload"
 )
 
 // TestScale sets up the fleet, then measures the steady state (and fails if
@@ -26,7 +28,7 @@ func TestScale(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := &result{Config: cfg, Started: time.Now().UTC()}
-	res.ControlPlaneIdle = controlPlaneUsage().RSSMiB
+	res.ControlPlaneIdle = apiload.ReadUsage(cp.RunDir).RSSMiB
 
 	k := newKubelet(client)
 	f := &fleet{t: t, ctx: ctx, k: k}
@@ -66,10 +68,10 @@ func TestScale(t *testing.T) {
 	res.ProbedRSSMiB = f.probedRSS()
 	res.steadyFigures(cfg)
 	t.Logf("steady state over %v:%s", cfg.Steady, res.Steady.delta)
-	if w := res.Steady.delta.writes("probed"); w != 0 {
+	if w := res.Steady.delta.Writes("probed"); w != 0 {
 		t.Errorf("steady state: probed wrote %g times (pod status and events) in %v; want 0", w, cfg.Steady)
 	}
-	if w := res.Steady.delta.writes("kubelet"); w != 0 {
+	if w := res.Steady.delta.Writes("kubelet"); w != 0 {
 		t.Errorf("steady state: the stand-in kubelet wrote %g times in %v; want 0 (something flipped a condition)", w, cfg.Steady)
 	}
 

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/test/scale/apiload"
 )
 
-// add sums two windows' counters.
-func add(a, b counters) counters {
-	out := counters{}
+// add sums two windows' apiload.Counters.
+func add(a, b apiload.Counters) apiload.Counters {
+	out := apiload.Counters{}
 	for k, v := range a {
 		out[k] += v
 	}
@@ -152,9 +154,9 @@ func (f *fleet) storm(cfg config) *stormResult {
 	}
 	r.Kills = stops
 	d, secs := r.Window.delta, r.Window.Seconds
-	r.ProbedEventWritesPerS = d.fs("probed", "event-write") / secs
-	r.ProbedStatusWritesPS = d.fs("probed", "status-write") / secs
-	r.KubeletStatusWritesPS = d.fs("kubelet", "status-write") / secs
+	r.ProbedEventWritesPerS = d.FS("probed", "event-write") / secs
+	r.ProbedStatusWritesPS = d.FS("probed", "status-write") / secs
+	r.KubeletStatusWritesPS = d.FS("kubelet", "status-write") / secs
 	r.APIServerApplySeconds = applyLatency(d)
 	r.Recover = f.measure(func() {
 		f.setFailing("ready", false, keys)
@@ -172,7 +174,7 @@ type restartResult struct {
 	Window window    `json:"window"`
 	Readyz latencies `json:"secondsToReadyz"` // start → /readyz 200
 	Flips  int64     `json:"flips"`
-	// Per restarted probed, from the flow-schema counters.
+	// Per restarted probed, from the flow-schema apiload.Counters.
 	PodLists      float64 `json:"podListsPerRestart"`
 	PodWatches    float64 `json:"podWatchesPerRestart"`
 	StatusWrites  float64 `json:"statusWritesPerRestart"`
@@ -214,11 +216,11 @@ func (f *fleet) rollingRestart(cfg config) *restartResult {
 	r.Window.Flips = r.Flips
 	r.Readyz = summarize(ds)
 	d, n := r.Window.delta, float64(len(f.nodes))
-	r.PodLists = d.fs("probed", "pod-list") / n
-	r.PodWatches = d.fs("probed", "pod-watch") / n
-	r.StatusWrites = d.fs("probed", "status-write") / n
-	r.EventWrites = d.fs("probed", "event-write") / n
-	r.OtherRequests = d.fs("probed", "other") / n
+	r.PodLists = d.FS("probed", "pod-list") / n
+	r.PodWatches = d.FS("probed", "pod-watch") / n
+	r.StatusWrites = d.FS("probed", "status-write") / n
+	r.EventWrites = d.FS("probed", "event-write") / n
+	r.OtherRequests = d.FS("probed", "other") / n
 	f.t.Logf("rolling restart of %d probed: %d flips, /readyz %+v, per restart %.1f lists %.1f watches %.1f status writes%s",
 		r.Nodes, r.Flips, r.Readyz, r.PodLists, r.PodWatches, r.StatusWrites, d)
 	return r
@@ -244,7 +246,7 @@ type apiserverResult struct {
 const apiserverOutage = 5 * time.Second
 
 // apiserverRestart stops the apiserver, starts it again, and measures how
-// the N probed reconnect. The new apiserver's counters start at zero, so
+// the N probed reconnect. The new apiserver's apiload.Counters start at zero, so
 // they are the reconnection load.
 func (f *fleet) apiserverRestart(cfg config) *apiserverResult {
 	r := &apiserverResult{OutageSeconds: apiserverOutage.Seconds()}
@@ -261,8 +263,8 @@ func (f *fleet) apiserverRestart(cfg config) *apiserverResult {
 	r.StartSeconds = up.Sub(start).Seconds()
 	deadline := up.Add(3 * time.Minute)
 	for {
-		c, err := scrapeAPIServer(f.ctx)
-		if err == nil && c.fs("probed", "pod-watch") >= float64(len(f.nodes)) {
+		c, err := apiload.Scrape(f.ctx, client)
+		if err == nil && c.FS("probed", "pod-watch") >= float64(len(f.nodes)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -276,15 +278,15 @@ func (f *fleet) apiserverRestart(cfg config) *apiserverResult {
 	}
 	time.Sleep(restartObservation)
 	end := f.settle(3*time.Second, time.Minute)
-	u := controlPlaneUsage()
+	u := apiload.ReadUsage(cp.RunDir)
 	r.ObservedSeconds = time.Since(up).Seconds()
 	r.APIServerCPUCores = u.CPUSecs["kube-apiserver"] / time.Since(start).Seconds()
 	r.Flips = f.k.flips.Load() - flips0
-	r.Requests = end.nonZero()
+	r.Requests = end.NonZero()
 	n := float64(len(f.nodes))
-	r.PodListsPerNode = end.fs("probed", "pod-list") / n
-	r.PodWatchesPerNode = end.fs("probed", "pod-watch") / n
-	r.StatusWritesTotal = end.fs("probed", "status-write")
+	r.PodListsPerNode = end.FS("probed", "pod-list") / n
+	r.PodWatchesPerNode = end.FS("probed", "pod-watch") / n
+	r.StatusWritesTotal = end.FS("probed", "status-write")
 	f.t.Logf("apiserver restart: started in %.1fs, every probed watching again %.1fs later, %d flips; since restart:%s",
 		r.StartSeconds, r.WatchesBackSeconds, r.Flips, end)
 	return r

@@ -1,6 +1,6 @@
 //go:build scale
 
-package scale
+package apiload
 
 import (
 	"bufio"
@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
-// counters is one scrape of the apiserver's /metrics, reduced to the series
+// Counters is one scrape of the apiserver's /metrics, reduced to the series
 // the figures need, keyed readably:
 //
 //	req VERB resource[/subresource]   apiserver_request_total, summed over codes
@@ -23,19 +25,20 @@ import (
 //	watchbytes <Kind>                 apiserver_watch_events_sizes_sum
 //	watches <resource>                apiserver_longrunning_requests{verb="WATCH"} (a gauge)
 //	lat APPLY pods/status (sum|count) apiserver_request_duration_seconds, probed's condition writes
-type counters map[string]float64
+type Counters map[string]float64
 
 // gauges are not deltas: a difference of two readings means nothing.
 func isGauge(key string) bool { return strings.HasPrefix(key, "watches ") }
 
-func scrapeAPIServer(ctx context.Context) (counters, error) {
+// Scrape reads the apiserver's /metrics through c (an admin client).
+func Scrape(ctx context.Context, c kubernetes.Interface) (Counters, error) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	body, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(rctx)
+	body, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(rctx)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver /metrics: %w", err)
 	}
-	out := counters{}
+	out := Counters{}
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -104,10 +107,10 @@ func parseSample(line string) (string, map[string]string, float64, bool) {
 	return name, labels, v, true
 }
 
-// sub is c - base per key. A counter lower than its base was reset by an
+// Sub is c - base per key. A counter lower than its base was reset by an
 // apiserver restart; its whole value is then the delta.
-func (c counters) sub(base counters) counters {
-	d := counters{}
+func (c Counters) Sub(base Counters) Counters {
+	d := Counters{}
 	for k, v := range c {
 		switch b := base[k]; {
 		case isGauge(k):
@@ -121,15 +124,16 @@ func (c counters) sub(base counters) counters {
 	return d
 }
 
-func (c counters) fs(identity, class string) float64 { return c["fs "+flowSchemaName(identity, class)] }
+// FS is the requests of identity in request class.
+func (c Counters) FS(identity, class string) float64 { return c["fs "+FlowSchemaName(identity, class)] }
 
-// writes is what an identity wrote: pod status and events.
-func (c counters) writes(identity string) float64 {
-	return c.fs(identity, "status-write") + c.fs(identity, "event-write")
+// Writes is what an identity wrote: pod status and events.
+func (c Counters) Writes(identity string) float64 {
+	return c.FS(identity, "status-write") + c.FS(identity, "event-write")
 }
 
-// nonZero lists the non-zero entries, sorted, for logs and the JSON result.
-func (c counters) nonZero() map[string]float64 {
+// NonZero lists the non-zero entries, sorted, for logs and the JSON result.
+func (c Counters) NonZero() map[string]float64 {
 	out := map[string]float64{}
 	for k, v := range c {
 		if v != 0 {
@@ -139,7 +143,7 @@ func (c counters) nonZero() map[string]float64 {
 	return out
 }
 
-func (c counters) String() string {
+func (c Counters) String() string {
 	var keys []string
 	for k, v := range c {
 		if v != 0 {
@@ -154,8 +158,8 @@ func (c counters) String() string {
 	return b.String()
 }
 
-// procUsage is the control plane's CPU time and RSS from /proc.
-type procUsage struct {
+// Usage is the control plane's CPU time and RSS from /proc.
+type Usage struct {
 	At        time.Time
 	CPUSecs   map[string]float64 // utime+stime, by process
 	RSSMiB    map[string]float64
@@ -165,10 +169,12 @@ type procUsage struct {
 // clkTck is USER_HZ, 100 on every Linux the project runs on.
 const clkTck = 100
 
-func controlPlaneUsage() procUsage {
-	u := procUsage{At: time.Now(), CPUSecs: map[string]float64{}, RSSMiB: map[string]float64{}, Available: true}
+// ReadUsage reads kube-apiserver's and etcd's PIDs from runDir (the
+// controlplane harness writes <name>.pid there) and their /proc entries.
+func ReadUsage(runDir string) Usage {
+	u := Usage{At: time.Now(), CPUSecs: map[string]float64{}, RSSMiB: map[string]float64{}, Available: true}
 	for _, name := range []string{"kube-apiserver", "etcd"} {
-		b, err := os.ReadFile(filepath.Join(cp.RunDir, name+".pid"))
+		b, err := os.ReadFile(filepath.Join(runDir, name+".pid"))
 		if err != nil {
 			u.Available = false
 			continue
@@ -192,8 +198,8 @@ func controlPlaneUsage() procUsage {
 	return u
 }
 
-// cpuCores is the mean CPU use per process between two readings, in cores.
-func cpuCores(from, to procUsage) map[string]float64 {
+// CPUCores is the mean CPU use per process between two readings, in cores.
+func CPUCores(from, to Usage) map[string]float64 {
 	out := map[string]float64{}
 	secs := to.At.Sub(from.At).Seconds()
 	for k, v := range to.CPUSecs {

@@ -1,6 +1,12 @@
 //go:build scale
 
-package scale
+// Package apiload counts what clients cost the kube-apiserver, from the
+// apiserver's own /metrics: requests by verb and resource, watch events, and
+// (since apiserver_request_total has no user label) requests per identity and
+// request class through API Priority and Fairness FlowSchemas. It also reads
+// the control plane's CPU and memory from /proc. Used by the scale harness
+// (issue 16) and its kubelet-side comparison.
+package apiload
 
 import (
 	"context"
@@ -22,8 +28,8 @@ const priorityLevel = "scale"
 
 // identities are the two writers under study: every probed (its service
 // account) and every stand-in kubelet (group system:nodes).
-var identities = []struct {
-	name    string
+var Identities = []struct {
+	Name    string
 	subject flowv1.Subject
 }{
 	{"probed", flowv1.Subject{Kind: flowv1.SubjectKindServiceAccount,
@@ -32,8 +38,8 @@ var identities = []struct {
 }
 
 // requestClasses in matching order; "other" catches the rest.
-var requestClasses = []struct {
-	name      string
+var RequestClasses = []struct {
+	Name      string
 	verbs     []string
 	groups    []string
 	resources []string
@@ -45,11 +51,12 @@ var requestClasses = []struct {
 	{"other", []string{"*"}, []string{"*"}, []string{"*"}},
 }
 
-func flowSchemaName(identity, class string) string { return "scale-" + identity + "-" + class }
+func FlowSchemaName(identity, class string) string { return "scale-" + identity + "-" + class }
 
-// ensureFlowSchemas creates the priority level and the schemas, and waits
+// EnsureFlowSchemas creates the priority level and the schemas, and waits
 // until the apiserver has taken every schema in (not dangling).
-func ensureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
+func EnsureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
+	shares := int32(100)
 	fc := c.FlowcontrolV1()
 	// Generous seats and no borrowing limits: the schemas are for counting,
 	// not for throttling what they count.
@@ -58,7 +65,7 @@ func ensureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
 		Spec: flowv1.PriorityLevelConfigurationSpec{
 			Type: flowv1.PriorityLevelEnablementLimited,
 			Limited: &flowv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: ptr(int32(100)),
+				NominalConcurrencyShares: &shares,
 				LimitResponse: flowv1.LimitResponse{Type: flowv1.LimitResponseTypeQueue,
 					Queuing: &flowv1.QueuingConfiguration{Queues: 64, HandSize: 6, QueueLengthLimit: 100}},
 			},
@@ -68,8 +75,8 @@ func ensureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
 		return err
 	}
 	var names []string
-	for i, id := range identities {
-		for j, rc := range requestClasses {
+	for i, id := range Identities {
+		for j, rc := range RequestClasses {
 			rule := flowv1.PolicyRulesWithSubjects{
 				Subjects: []flowv1.Subject{id.subject},
 				ResourceRules: []flowv1.ResourcePolicyRule{{
@@ -77,10 +84,10 @@ func ensureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
 					ClusterScope: true, Namespaces: []string{flowv1.NamespaceEvery},
 				}},
 			}
-			if rc.name == "other" {
+			if rc.Name == "other" {
 				rule.NonResourceRules = []flowv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}
 			}
-			name := flowSchemaName(id.name, rc.name)
+			name := FlowSchemaName(id.Name, rc.Name)
 			names = append(names, name)
 			// Before the built-in schemas (system-nodes is 500,
 			// service-accounts 9000), after exempt (1) and probes (2).
@@ -117,5 +124,3 @@ func ensureFlowSchemas(ctx context.Context, c kubernetes.Interface) error {
 		return true, nil
 	})
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -27,10 +27,10 @@ import (
 	"github.com/probed-dev/probed/test/harness/proc"
 )
 
-// Probe timings of every pod: readiness as most charts set it, liveness at
-// the API defaults.
+// Probe timings of every pod: the API defaults (period 10 s), readiness
+// deciding on one failure so transitions are quick to observe.
 const (
-	readyPeriod    = 5
+	readyPeriod    = 10
 	livePeriod     = 10
 	liveThreshold  = 3
 	probeTimeout   = 2

@@ -34,7 +34,7 @@ const (
 	targetImage = "probed.local/probe-target:latest"
 	ns          = "default"
 	// The same probe timings as the scale harness's pods.
-	readyPeriod = 5
+	readyPeriod = 10
 	livePeriod  = 10
 )
 

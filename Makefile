@@ -78,4 +78,4 @@ bench:
 soak:
 	bash hack/test.sh soak
 
-scale: ; bash hack/scale.sh # issue 16: 50 simulated nodes x 30 pods, ~15 min; see docs/scale.md
+scale: ; bash hack/scale.sh # issue 16: 50 simulated nodes x 30 pods, ~10 min; see docs/scale.md

@@ -5,7 +5,7 @@
 # readiness transitions, liveness kills, an event storm, a rolling restart of
 # every probed and an apiserver restart. Writes .cache/scale/result.json
 # (SCALE_OUT); docs/scale.md explains the figures. Then the kubelet-alone
-# comparison on a real node (.cache/scale/kubelet.json). About 15 minutes on 2 cores.
+# comparison on a real node (.cache/scale/kubelet.json). About 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/install-deps.sh

@@ -33,7 +33,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags integration,runtime,e2e,soak ./test/...
+	$(GO) vet -tags integration,runtime,e2e,soak,scale ./test/...
 
 deps:
 	bash hack/install-deps.sh
@@ -77,3 +77,5 @@ bench:
 ## writes .cache/soak/result.json (SOAK_OUT). A 2-minute version runs in CI.
 soak:
 	bash hack/test.sh soak
+
+scale: ; bash hack/scale.sh # issue 16: 50 simulated nodes x 30 pods, ~10 min; see docs/scale.md

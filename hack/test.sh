@@ -32,7 +32,9 @@ for t in "${tiers[@]}"; do
       go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/...
       step "churn soak, short (300 pods, 2m; make soak runs the full one)"
       SOAK_DURATION=2m SOAK_PODS=300 SOAK_OUT="$PWD/.cache/soak/short.json" \
-        go test -v -count=1 -tags soak -timeout 15m ./test/soak/ ;;
+        go test -v -count=1 -tags soak -timeout 15m ./test/soak/
+      step "cluster scale, short (10 nodes × 20 pods; fails on steady-state writes or restart flips)"
+      SCALE_OUT="$PWD/.cache/scale/short.json" go test -v -count=1 -tags scale -timeout 10m ./test/scale/ ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh

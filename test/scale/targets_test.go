@@ -1,0 +1,66 @@
+//go:build scale
+
+package scale
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// site is one simulated node's pod network: an HTTP server on the node's own
+// 127.x address that every pod of the node probes, on per-pod paths
+// (/ready/<pod>, /live/<pod>). A path answers 200 unless the test has marked
+// it failing, then 503.
+type site struct {
+	IP   string
+	Port int
+
+	mu      sync.RWMutex
+	failing map[string]bool
+}
+
+func startSite(t *testing.T, ip string) *site {
+	t.Helper()
+	s := &site{IP: ip, failing: map[string]bool{}}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Port = ln.Addr().(*net.TCPAddr).Port
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	bad := s.failing[r.URL.Path]
+	s.mu.RUnlock()
+	if bad {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprint(w, "failing")
+		return
+	}
+	_, _ = fmt.Fprint(w, "ok")
+}
+
+// setFailing marks paths failing (true) or healthy (false).
+func (s *site) setFailing(v bool, paths ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range paths {
+		if v {
+			s.failing[p] = true
+		} else {
+			delete(s.failing, p)
+		}
+	}
+}
+
+// siteIP gives node i its own loopback address, 127.30.x.y.
+func siteIP(i int) string { return fmt.Sprintf("127.30.%d.%d", i/250, i%250+1) }

@@ -10,6 +10,7 @@ all: lint build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/probed ./cmd/probed
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-probed ./cmd/kubectl-probed
 
 ## test: every tier (lint, unit, fuzz smoke, integration, runtime, e2e). This is what CI runs.
 test:

@@ -48,6 +48,13 @@ images:
 clean:
 	rm -rf bin
 
+.PHONY: plugin-dist
+
+## plugin-dist: `kubectl probed` archives for linux and darwin, amd64 and arm64,
+## and their krew manifest, in .cache/dist/.
+plugin-dist:
+	bash hack/build-plugin.sh
+
 .PHONY: image demo demo-down
 
 ## image: probed's container image as .cache/images/probed.tar (probed:dev), built

@@ -157,9 +157,9 @@ func TestTopTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `NODE    NAMESPACE  POD   CONTAINER  PROBE      P99    MEAN    FAILED  EXECS/MIN
-node-1  default    web   app        Readiness  750ms  17.0ms  8       24.0
-node-1  data       db-0  db         Liveness   -      -       2       4.0
+	want := `NODE    NAMESPACE  POD   CONTAINER  PROBE      P99    MEAN  FAILED  EXECS/MIN
+node-1  default    web   app        Readiness  750ms  17ms  8       24.0
+node-1  data       db-0  db         Liveness   -      -     2       4.0
 `
 	if got := b.String(); !strings.HasPrefix(got, want) || !strings.Contains(got, "over the last 10s") {
 		t.Errorf("Top:\n%s\nwant:\n%s(…over the last 10s)", got, want)
@@ -171,4 +171,19 @@ func absDiff(a, b time.Duration) time.Duration {
 		return a - b
 	}
 	return b - a
+}
+
+func TestRoundDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		498948 * time.Microsecond:  "499ms",
+		3 * time.Millisecond:       "3ms",
+		12345 * time.Microsecond:   "12.3ms",
+		1234567 * time.Microsecond: "1.23s",
+		750 * time.Microsecond:     "750µs",
+		999 * time.Nanosecond:      "999ns",
+	} {
+		if got := roundDuration(d); got != want {
+			t.Errorf("roundDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
 }

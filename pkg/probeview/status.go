@@ -137,7 +137,7 @@ func history(w io.Writer, hist []Result, o StatusOptions) error {
 		if r.Error != "" {
 			out = "error: " + r.Error + " " + out
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", age, printable(r.Result), time.Duration(r.Duration), oneLine(out, width))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", age, printable(r.Result), roundDuration(time.Duration(r.Duration)), oneLine(out, width))
 	}
 	return tw.Flush()
 }

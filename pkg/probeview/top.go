@@ -3,6 +3,7 @@ package probeview
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -37,12 +38,14 @@ func Top(w io.Writer, nodes []NodeCosts, interval time.Duration) error {
 	return err
 }
 
-// roundDuration keeps three significant figures: 1.23ms, 12.3ms, 123ms, 1.23s.
+// roundDuration keeps three significant figures: 1.23ms, 12.3ms, 499ms,
+// 1.2s (trailing zeros dropped).
 func roundDuration(d time.Duration) string {
 	for _, unit := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
 		if d >= unit {
 			v := float64(d) / float64(unit)
-			return strconv.FormatFloat(v, 'f', max(0, 2-digits(v)), 64) + unitName(unit)
+			scale := math.Pow10(2 - digits(v))
+			return strconv.FormatFloat(math.Round(v*scale)/scale, 'f', -1, 64) + unitName(unit)
 		}
 	}
 	return d.String()

@@ -10,6 +10,7 @@ all: lint build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/probed ./cmd/probed
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-probed ./cmd/kubectl-probed
 
 ## test: every tier (lint, unit, fuzz smoke, integration, runtime, e2e). This is what CI runs.
 test:
@@ -46,6 +47,13 @@ images:
 
 clean:
 	rm -rf bin
+
+.PHONY: plugin-dist
+
+## plugin-dist: `kubectl probed` archives for linux and darwin, amd64 and arm64,
+## and their krew manifest, in .cache/dist/.
+plugin-dist:
+	bash hack/build-plugin.sh
 
 .PHONY: image demo demo-down
 

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/probed-dev/probed/pkg/version"
+)
+
+func runArgs(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runWith(t, probedConvert, args...)
+}
+
+func runWith(t *testing.T, convert convertFunc, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, clocktesting.NewFakePassiveClock(time.Unix(0, 0)), convert)
+	return code, out.String(), errOut.String()
+}
+
+func TestVersion(t *testing.T) {
+	version.Version, version.Revision, version.BuildDate = "v0.2.0", "0123abc", "2026-11-25T00:00:00Z"
+	t.Cleanup(func() { version.Version, version.Revision, version.BuildDate = "dev", "unknown", "unknown" })
+	code, out, _ := runArgs(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "kubectl-probed v0.2.0 (revision 0123abc, built 2026-11-25T00:00:00Z, go") {
+		t.Errorf("--version: code %d, %q", code, out)
+	}
+}
+
+// kubectl's own flags are there, as in every kubectl plugin.
+func TestKubectlFlags(t *testing.T) {
+	_, out, _ := runArgs(t, "status", "--help")
+	for _, f := range []string{"--kubeconfig", "--context", "-n, --namespace", "--token", "--probed-namespace", "-o, --output"} {
+		if !strings.Contains(out, f) {
+			t.Errorf("status --help lacks %s", f)
+		}
+	}
+	if !strings.Contains(out, "kubectl probed status POD") {
+		t.Errorf("usage does not say kubectl probed:\n%s", out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"status"}, {"status", "a", "b"}, {"status", "a", "-o", "yaml"}, {"top", "--interval", "0s"}, {"nope"}} {
+		if code, _, errOut := runArgs(t, args...); code != 1 || !strings.HasPrefix(errOut, "error: ") {
+			t.Errorf("%q: code %d, stderr %q; want 1 and an error", args, code, errOut)
+		}
+	}
+}
+
+// convert hands every argument, flags included, to the convert command and
+// exits with its code.
+func TestConvertPassesArgs(t *testing.T) {
+	var got []string
+	convert := func(args []string, in io.Reader, out, errOut io.Writer) int {
+		got = args
+		return 1
+	}
+	code, _, _ := runWith(t, convert, "convert", "--check", "-v", "a.yaml", "--kubeconfig", "x")
+	if code != 1 || strings.Join(got, " ") != "--check -v a.yaml --kubeconfig x" {
+		t.Errorf("convert: code %d, args %q", code, got)
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/probedclient"
+	"github.com/probed-dev/probed/pkg/version"
+)
+
+type streams = genericiooptions.IOStreams
+
+// options are the flags every subcommand shares: kubectl's own (through
+// cli-runtime, so --kubeconfig, --context, -n, --token … work as in
+// kubectl) and where probed runs.
+type options struct {
+	kube     *genericclioptions.ConfigFlags
+	probedNS string
+	selector string
+	tls      probedclient.TLSOptions
+	streams  streams
+	clock    clock.PassiveClock
+	convert  convertFunc
+}
+
+func (o *options) clients() (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, c, nil
+}
+
+func (o *options) locator(c kubernetes.Interface) probedclient.Locator {
+	return probedclient.Locator{Client: c, Namespace: o.probedNS, Selector: o.selector}
+}
+
+func newRoot(s streams, clk clock.PassiveClock, convert convertFunc) *cobra.Command {
+	o := &options{kube: genericclioptions.NewConfigFlags(true), streams: s, clock: clk, convert: convert}
+	root := &cobra.Command{
+		Use: "kubectl-probed",
+		// Help and usage say "kubectl probed", as kubectl runs it.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl probed"},
+		Short:       "Inspect probed, the node-side probing daemon",
+		Long: `Inspect probed, the node-side probing daemon: what its probes do and cost.
+
+status and top read probed's /debug/probes and /metrics on the node, through
+the API server (a port-forward to the probed pod) and with your own token:
+you need create on pods/portforward in probed's namespace and the ClusterRole
+probed-debug-reader (status) or probed-metrics-reader (top).`,
+		Version:       version.String("kubectl-probed"),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	pf := root.PersistentFlags()
+	o.kube.AddFlags(pf)
+	pf.StringVar(&o.probedNS, "probed-namespace", probedclient.DefaultNamespace, "the namespace of probed's DaemonSet")
+	pf.StringVar(&o.selector, "probed-selector", probedclient.DefaultSelector, "the labels of probed's pods")
+	pf.StringVar(&o.tls.CAFile, "probed-ca-file", "", "verify probed's serving certificate against this CA (probed's --tls-cert-file); without it the certificate is not verified")
+	pf.StringVar(&o.tls.ServerName, "probed-server-name", "", "the name to check in probed's certificate (default: 127.0.0.1, the port-forward's end)")
+	root.AddCommand(newStatus(o), newTop(o), newConvert(o))
+	return root
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, s streams, clk clock.PassiveClock, convert convertFunc) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(s, clk, convert)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var code exitCode
+		if asExitCode(err, &code) {
+			return int(code)
+		}
+		fmt.Fprintln(s.ErrOut, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// exitCode ends the command with that code and no message (convert's own).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+func asExitCode(err error, code *exitCode) bool {
+	c, ok := err.(exitCode)
+	if ok {
+		*code = c
+	}
+	return ok
+}

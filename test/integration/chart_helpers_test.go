@@ -52,9 +52,13 @@ func helmTemplate(t *testing.T, ns string, sets ...string) []*unstructured.Unstr
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	out, err := exec.Command(helmPath(t), args...).CombinedOutput()
+	// stderr apart: helm warns there that files/ holds symbolic links.
+	var stderr bytes.Buffer
+	cmd := exec.Command(helmPath(t), args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	objs, err := decodeObjects(out)
 	if err != nil {
@@ -128,6 +132,31 @@ func withoutHelmLabels(u *unstructured.Unstructured) *unstructured.Unstructured 
 	}
 	c.SetLabels(l)
 	return c
+}
+
+// collapseSpaces returns a copy of an object's content with every string's
+// runs of white space made one space. Folded YAML scalars with more-indented
+// lines (the CEL in deploy/) come out of kustomize's YAML library with one
+// more newline than out of Helm's; to CEL and to every other field here white
+// space is white space.
+func collapseSpaces(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.Join(strings.Fields(x), " ")
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = collapseSpaces(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = collapseSpaces(e)
+		}
+		return out
+	}
+	return v
 }
 
 // sortedKeys returns m's keys, sorted.

@@ -89,10 +89,10 @@ func TestChartInstall(t *testing.T) {
 
 	// helm upgrade (a new -v) rolls probed; the gated pod stays Ready.
 	t0 = time.Now()
-	upgrade := make(chan error, 1)
+	upgrade, newValues := make(chan error, 1), chartValues(t, "3")
 	go func() {
 		out, err := runHelm(ctx, helm, "upgrade", chartRelease, filepath.Join(repoRoot, "charts/probed"),
-			"--namespace", chartNS, "--values", chartValues(t, "3"), "--wait", "--timeout", "3m")
+			"--namespace", chartNS, "--values", newValues, "--wait", "--timeout", "3m")
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, out)
 		}

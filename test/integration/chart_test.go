@@ -116,7 +116,8 @@ func probedFlags(t *testing.T) map[string]string {
 	return flags
 }
 
-// values.yaml's flags are exactly probed's flags; set all at once, the
+// values.yaml's flags (and values.schema.json's) are exactly probed's
+// flags, and an unknown one is refused; set all at once, the
 // chart passes each as --name=value, and probed parses them all (with
 // -version it exits after parsing, before it checks their values).
 func TestChartCoversEveryFlag(t *testing.T) {
@@ -141,6 +142,28 @@ func TestChartCoversEveryFlag(t *testing.T) {
 		if _, ok := flags[f]; !ok {
 			t.Errorf("charts/probed/values.yaml's flags have %s; probed has no such flag", f)
 		}
+	}
+	// values.schema.json names the same flags, and helm refuses others.
+	b, err = os.ReadFile(chartDir + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Flags struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"flags"`
+		} `json:"properties"`
+	}
+	if err := yaml.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedKeys(schema.Properties.Flags.Properties), sortedKeys(flags); !slices.Equal(got, want) {
+		t.Errorf("charts/probed/values.schema.json's flags %v, probed's %v", got, want)
+	}
+	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "flags.no-such-flag=1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no-such-flag") {
+		t.Errorf("helm template with flags.no-such-flag: err = %v, want the schema's refusal\n%s", err, out)
 	}
 	if t.Failed() {
 		return
@@ -175,7 +198,7 @@ func TestChartCoversEveryFlag(t *testing.T) {
 	}
 	// probed parses what the chart renders (the placeholders fail its
 	// validation, which -version skips).
-	out, err := exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
+	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
 	if err != nil {
 		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)
 	}

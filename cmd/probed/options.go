@@ -24,6 +24,8 @@ type options struct {
 	MetricsAddr        string
 	LivenessAction     string
 	MaxConcurrentExecs int
+	// ExecShareRuns lets an exec join an identical one in flight.
+	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
 	StatusResync       time.Duration
 	KubeAPIQPS         float64
@@ -70,6 +72,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
 	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
 	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
+	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
 	fs.DurationVar(&o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")

@@ -277,5 +277,9 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	return cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+	l := cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg))
+	if o.ExecShareRuns {
+		l.ShareIdenticalExecs(clock.RealClock{})
+	}
+	return l, nil
 }

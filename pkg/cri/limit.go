@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // DefaultMaxConcurrentExecs is the suggested per-node cap on execs in flight.
@@ -28,6 +30,7 @@ type Limited struct {
 	name  string
 	slots chan struct{}
 	m     *Metrics
+	share *sharedRuns // nil: every exec runs
 }
 
 var _ Runtime = (*Limited)(nil)
@@ -49,6 +52,13 @@ func RuntimeName(rt Runtime) string {
 	return "unknown"
 }
 
+// ShareIdenticalExecs makes an exec join an identical one (same container,
+// same command) already executing, instead of running again; see
+// sharedRuns for what a caller then gets. Call it before the first exec.
+func (l *Limited) ShareIdenticalExecs(c clock.Clock) {
+	l.share = newSharedRuns(c)
+}
+
 // Uncapped is the wrapped runtime, for execs that are part of a kill (a
 // preStop hook): like stops, they must not wait behind probes for a slot.
 func (l *Limited) Uncapped() Runtime { return l.rt }
@@ -62,6 +72,26 @@ func (l *Limited) Name() string { return l.name }
 // command never ran, and the wait says nothing about the container. If ctx
 // ends first, ctx's error.
 func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
+	if l.share == nil {
+		return l.exec(ctx, containerID, cmd, timeout)
+	}
+	key := runKey(containerID, cmd)
+	for {
+		r := l.share.joinable(key, timeout)
+		if r == nil {
+			break
+		}
+		out, code, err, ok := l.share.wait(ctx, r, containerID, timeout)
+		if ok {
+			l.m.observeShared()
+			return out, code, err
+		}
+	}
+	return l.exec(ctx, containerID, cmd, timeout)
+}
+
+// exec is one exec of its own: a slot, then the runtime.
+func (l *Limited) exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	start := time.Now()
 	select {
 	case l.slots <- struct{}{}:
@@ -90,9 +120,16 @@ func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd [
 
 	l.m.addInFlight(1)
 	defer l.m.addInFlight(-1)
+	var run *sharedRun
+	if l.share != nil {
+		run = l.share.begin(runKey(containerID, cmd), timeout)
+	}
 	execStart := time.Now()
 	out, code, err := l.rt.ExecInContainer(ctx, containerID, cmd, timeout)
 	l.m.observeExec(l.name, execOutcome(code, err), time.Since(execStart), true)
+	if run != nil {
+		l.share.finish(ctx, runKey(containerID, cmd), run, out, code, err)
+	}
 	return out, code, err
 }
 

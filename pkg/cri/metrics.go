@@ -23,6 +23,7 @@ const (
 //	probed_runtime_exec_duration_seconds{runtime}    histogram: exec time in the runtime, queueing excluded
 //	probed_runtime_exec_queue_wait_seconds           histogram: time waiting for an exec slot
 //	probed_runtime_exec_in_flight                    gauge: execs running in the runtime now
+//	probed_runtime_exec_shared_total                 counter: execs answered by an identical run in flight
 //	probed_runtime_stops_total{runtime,outcome}      counter: container stops, outcome success or error
 //	probed_runtime_stop_duration_seconds             histogram: time to stop a container, grace included
 type Metrics struct {
@@ -30,6 +31,7 @@ type Metrics struct {
 	execDuration *prometheus.HistogramVec
 	queueWait    prometheus.Histogram
 	inFlight     prometheus.Gauge
+	shared       prometheus.Counter
 	stopsTotal   *prometheus.CounterVec
 	stopDuration prometheus.Histogram
 }
@@ -56,6 +58,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "probed_runtime_exec_in_flight",
 			Help: "Execs running in the container runtime now.",
 		}),
+		shared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probed_runtime_exec_shared_total",
+			Help: "Exec probes answered by an identical exec already running in the same container (--exec-share-runs), instead of running their own.",
+		}),
 		stopsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probed_runtime_stops_total",
 			Help: "Container stops through the runtime, by runtime and outcome (success, error).",
@@ -67,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.stopsTotal, m.stopDuration)
+		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.shared, m.stopsTotal, m.stopDuration)
 	}
 	return m
 }
@@ -81,6 +87,12 @@ func (m *Metrics) observeQueueWait(d time.Duration) {
 func (m *Metrics) addInFlight(delta float64) {
 	if m != nil {
 		m.inFlight.Add(delta)
+	}
+}
+
+func (m *Metrics) observeShared() {
+	if m != nil {
+		m.shared.Inc()
 	}
 }
 

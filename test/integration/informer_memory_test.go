@@ -19,9 +19,10 @@ import (
 // that saves per pod on pods as the API server really returns them: created
 // by one client, status written by another (as the kubelet does) and
 // conditions server-side applied by probed. The figures go into
-// docs/observability.md's sizing section.
+// docs/observability.md's sizing section. Not parallel: heap figures need a
+// process in which no other test allocates (parallel tests start only after
+// every sequential one has finished).
 func TestInformerMemoryPerPod(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t)
 	ip := loopbackIP()
 	tg := startHTTPTarget(t, ip, true)

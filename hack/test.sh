@@ -28,6 +28,9 @@ for t in "${tiers[@]}"; do
       step "integration tier: real etcd + kube-apiserver + Prometheus, promtool"
       bash hack/install-deps.sh
       bash hack/build-k8s.sh kube-apiserver
+      # The chart's tests: helm (built from its Go module) and kubectl kustomize.
+      bash hack/helm.sh >/dev/null
+      PATH="$(bash hack/build-kubectl.sh):$PATH"
       go test -count=1 ./test/monitoring/
       go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/...
       step "churn soak, short (300 pods, 2m; make soak runs the full one)"
@@ -45,6 +48,8 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-k8s.sh
       PATH="$(bash hack/build-kubectl.sh):$PATH"
+      # TestChartInstall installs charts/probed with helm.
+      bash hack/helm.sh >/dev/null
       # The node harness's own test deploys probed's image too; build the
       # images before both packages start (the e2e TestMain only checks them).
       bash hack/build-images.sh

@@ -1,0 +1,83 @@
+{{/* probed's own objects' name: DaemonSet, ServiceAccount, RBAC, policies. */}}
+{{- define "probed.fullname" -}}
+{{- .Values.fullnameOverride | default "probed" | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "probed.namespace" -}}
+{{- .Values.namespace.name | default .Release.Namespace -}}
+{{- end -}}
+
+{{/* Helm's labels; test/integration/chart_test.go ignores exactly these when comparing with deploy/. */}}
+{{- define "probed.helmLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{- define "probed.labels" -}}
+app.kubernetes.io/name: probed
+{{ include "probed.helmLabels" . }}
+{{- end -}}
+
+{{- define "probed.webhookLabels" -}}
+app.kubernetes.io/name: probed-webhook
+{{ include "probed.helmLabels" . }}
+{{- end -}}
+
+{{- define "probed.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "probed.webhookImage" -}}
+{{- printf "%s:%s" .Values.webhook.image.repository (.Values.webhook.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* The port of flags.metrics-bind-address. */}}
+{{- define "probed.metricsPort" -}}
+{{- $addr := index .Values.flags "metrics-bind-address" | default ":9809" | toString -}}
+{{- regexReplaceAll "^.*:" $addr "" -}}
+{{- end -}}
+
+{{/* The runtime socket's directory on the host. */}}
+{{- define "probed.runtimeSocketDir" -}}
+{{- if .Values.runtimeSocketDir -}}
+{{- .Values.runtimeSocketDir -}}
+{{- else -}}
+{{- index .Values.flags "runtime-endpoint" | default "unix:///run/containerd/containerd.sock" | trimPrefix "unix://" | dir -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A flag's value as probed parses it: whole numbers without an exponent. */}}
+{{- define "probed.flagValue" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+probed's arguments: the flags set in .Values.flags, the runtime endpoint,
+bind address and verbosity first (as deploy/daemonset.yaml has them), the
+rest by name; then extraArgs.
+*/}}
+{{- define "probed.args" -}}
+{{- $flags := .Values.flags -}}
+{{- $first := list "runtime-endpoint" "metrics-bind-address" "v" -}}
+{{- $names := $first -}}
+{{- range $name := keys $flags | sortAlpha -}}
+{{- if not (has $name $first) -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- end -}}
+{{- range $name := $names -}}
+{{- $v := index $flags $name -}}
+{{- if not (kindIs "invalid" $v) }}
+- {{ printf "%s%s=%s" (ternary "-" "--" (eq $name "v")) $name (include "probed.flagValue" $v) | quote }}
+{{- end -}}
+{{- end -}}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end -}}
+{{- end -}}

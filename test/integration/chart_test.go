@@ -1,0 +1,381 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+)
+
+// helm lint passes, strict (warnings fail too), with the defaults and with
+// every optional part on.
+func TestChartLint(t *testing.T) {
+	t.Parallel()
+	helm := helmPath(t)
+	for _, sets := range [][]string{
+		nil,
+		{"monitoring.enabled=true", "webhook.enabled=true", "namespace.create=true", "namespace.name=elsewhere"},
+		{"webhook.enabled=false", "flags.runtime-endpoint=unix:///var/run/crio/crio.sock", "flags.runtime-type=cri"},
+	} {
+		args := []string{"lint", "--strict", chartDir}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		if out, err := exec.Command(helm, args...).CombinedOutput(); err != nil {
+			t.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// The chart renders what deploy/ and deploy/monitoring render (kubectl
+// kustomize), object for object and field for field, but for Helm's own
+// labels: rendered with the Namespace and monitoring on, exactly the same
+// set; with the defaults, deploy/ without its Namespace (Helm needs the
+// release namespace to exist first, values.yaml says why) and without
+// monitoring. The webhook's objects are compared when deploy/ includes the
+// webhook; until it does, the chart's (labelled or named probed-webhook)
+// are the only extra objects allowed.
+func TestChartMatchesKustomize(t *testing.T) {
+	t.Parallel()
+	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
+	mon := byKey(t, kustomize(t, "../../deploy/monitoring"), "deploy/monitoring")
+	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
+
+	full := map[string]*unstructured.Unstructured{}
+	for k, v := range base {
+		full[k] = v
+	}
+	for k, v := range mon {
+		full[k] = v
+	}
+	compareRender(t, "namespace.create and monitoring on",
+		helmTemplate(t, "probed-system", "namespace.create=true", "monitoring.enabled=true"), full, webhookInDeploy)
+
+	defaults := map[string]*unstructured.Unstructured{}
+	for k, v := range base {
+		if k != "Namespace//probed-system" {
+			defaults[k] = v
+		}
+	}
+	compareRender(t, "defaults", helmTemplate(t, "probed-system"), defaults, webhookInDeploy)
+}
+
+// compareRender checks that the chart's objects and want's are the same
+// (but for Helm's labels and white space inside strings).
+func compareRender(t *testing.T, what string, chart []*unstructured.Unstructured, want map[string]*unstructured.Unstructured, webhookInDeploy bool) {
+	t.Helper()
+	got := byKey(t, chart, "the chart")
+	for _, k := range sortedKeys(got) {
+		g := withoutHelmLabels(got[k])
+		w, ok := want[k]
+		switch {
+		case !ok && !webhookInDeploy && (g.GetLabels()["app.kubernetes.io/name"] == "probed-webhook" ||
+			strings.HasPrefix(g.GetName(), "probed-webhook")):
+			// deploy/ does not include the webhook yet.
+		case !ok:
+			t.Errorf("%s: the chart renders %s, which kustomize does not", what, k)
+		case !reflect.DeepEqual(collapseSpaces(g.Object), collapseSpaces(w.Object)):
+			t.Errorf("%s: %s differs from kustomize's (- kustomize, + chart):\n%s",
+				what, k, lineDiff(toYAML(w), toYAML(g)))
+		}
+	}
+	for _, k := range sortedKeys(want) {
+		if got[k] == nil {
+			t.Errorf("%s: kustomize renders %s, the chart does not", what, k)
+		}
+	}
+}
+
+// probedFlags lists probed's flags and their types from `probed -h`
+// (type "" is a bool), without -version.
+func probedFlags(t *testing.T) map[string]string {
+	t.Helper()
+	out, _ := exec.Command(probedBin, "-h").CombinedOutput() // -h exits 0 or 2 by Go version
+	flags := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: ([a-z0-9]+))?$`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = m[2]
+	}
+	delete(flags, "version")
+	if len(flags) < 20 {
+		t.Fatalf("found only %d flags in probed -h:\n%s", len(flags), out)
+	}
+	return flags
+}
+
+// values.yaml's flags (and values.schema.json's) are exactly probed's
+// flags, and an unknown one is refused; set all at once, the
+// chart passes each as --name=value, and probed parses them all (with
+// -version it exits after parsing, before it checks their values).
+func TestChartCoversEveryFlag(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(chartDir + "/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Flags map[string]any `json:"flags"`
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	flags := probedFlags(t)
+	for _, f := range sortedKeys(flags) {
+		if _, ok := values.Flags[f]; !ok {
+			t.Errorf("probed has --%s; charts/probed/values.yaml's flags lack it", f)
+		}
+	}
+	for _, f := range sortedKeys(values.Flags) {
+		if _, ok := flags[f]; !ok {
+			t.Errorf("charts/probed/values.yaml's flags have %s; probed has no such flag", f)
+		}
+	}
+	// values.schema.json names the same flags, and helm refuses others.
+	b, err = os.ReadFile(chartDir + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Flags struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"flags"`
+		} `json:"properties"`
+	}
+	if err := yaml.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedKeys(schema.Properties.Flags.Properties), sortedKeys(flags); !slices.Equal(got, want) {
+		t.Errorf("charts/probed/values.schema.json's flags %v, probed's %v", got, want)
+	}
+	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "flags.no-such-flag=1").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no-such-flag") {
+		t.Errorf("helm template with flags.no-such-flag: err = %v, want the schema's refusal\n%s", err, out)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// A value of each flag's type; the special ones by name.
+	sample := map[string]string{"string": "x", "int": "7", "float": "2.5", "duration": "45s", "": "false",
+		"v": "4", "vmodule": "worker=5", "log-json-info-buffer-size": "0", "log-text-info-buffer-size": "0"}
+	var sets, want []string
+	for _, f := range sortedKeys(flags) {
+		v, ok := sample[f]
+		if !ok {
+			v = sample[flags[f]]
+		}
+		sets = append(sets, fmt.Sprintf("flags.%s=%s", f, v))
+		arg := "--" + f + "=" + v
+		if f == "v" {
+			arg = "-v=" + v
+		}
+		want = append(want, arg)
+	}
+	sets = append(sets, "extraArgs[0]=--extra")
+	ds := renderedDaemonSet(t, helmTemplate(t, "probed-system", sets...))
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Errorf("rendered args lack %q: %q", w, args)
+		}
+	}
+	if len(args) != len(want)+1 || args[len(args)-1] != "--extra" {
+		t.Errorf("rendered args %q: want the %d flags, then extraArgs", args, len(want))
+	}
+	// probed parses what the chart renders (the placeholders fail its
+	// validation, which -version skips).
+	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
+	if err != nil {
+		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)
+	}
+}
+
+// renderedDaemonSet returns the one DaemonSet in objs.
+func renderedDaemonSet(t *testing.T, objs []*unstructured.Unstructured) *appsv1.DaemonSet {
+	t.Helper()
+	var ds *appsv1.DaemonSet
+	for _, o := range objs {
+		if o.GetKind() != "DaemonSet" {
+			continue
+		}
+		if ds != nil {
+			t.Fatal("two DaemonSets rendered")
+		}
+		ds = &appsv1.DaemonSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ds == nil || len(ds.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("no DaemonSet with one container rendered")
+	}
+	return ds
+}
+
+// hostMounts maps each hostPath mount of ds's container to its host path
+// and type.
+func hostMounts(ds *appsv1.DaemonSet) map[string]string {
+	vols := map[string]string{}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil && v.HostPath.Type != nil {
+			vols[v.Name] = v.HostPath.Path + " " + string(*v.HostPath.Type)
+		}
+	}
+	out := map[string]string{}
+	for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+		out[m.MountPath] = vols[m.Name]
+	}
+	return out
+}
+
+// The runtime socket's directory is mounted at its own path; the exec FIFO
+// directory too when probed may use containerd's API from elsewhere than
+// /run/containerd (k3s); the metrics port follows --metrics-bind-address.
+// The kustomize overlays for CRI-O and k3s mount the same.
+func TestChartAndOverlaysRuntimeSocket(t *testing.T) {
+	t.Parallel()
+	const crio, k3s = "unix:///var/run/crio/crio.sock", "unix:///run/k3s/containerd/containerd.sock"
+	cases := []struct {
+		name       string
+		ds         *appsv1.DaemonSet
+		endpoint   string
+		crioType   bool
+		wantMounts map[string]string
+	}{
+		{"chart defaults", renderedDaemonSet(t, helmTemplate(t, "p")), "unix:///run/containerd/containerd.sock", false,
+			map[string]string{"/run/containerd": "/run/containerd Directory"}},
+		{"chart for CRI-O", renderedDaemonSet(t, helmTemplate(t, "p", "flags.runtime-endpoint="+crio, "flags.runtime-type=cri")), crio, true,
+			map[string]string{"/var/run/crio": "/var/run/crio Directory"}},
+		{"overlays/crio", renderedDaemonSet(t, kustomize(t, "../../overlays/crio")), crio, true,
+			map[string]string{"/var/run/crio": "/var/run/crio Directory"}},
+		{"chart for k3s", renderedDaemonSet(t, helmTemplate(t, "p", "flags.runtime-endpoint="+k3s)), k3s, false,
+			map[string]string{"/run/k3s/containerd": "/run/k3s/containerd Directory", "/run/containerd/fifo": "/run/containerd/fifo DirectoryOrCreate"}},
+		{"overlays/k3s", renderedDaemonSet(t, kustomize(t, "../../overlays/k3s")), k3s, false,
+			map[string]string{"/run/k3s/containerd": "/run/k3s/containerd Directory", "/run/containerd/fifo": "/run/containerd/fifo DirectoryOrCreate"}},
+	}
+	for _, c := range cases {
+		args := c.ds.Spec.Template.Spec.Containers[0].Args
+		if n := len(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return !strings.HasPrefix(a, "--runtime-endpoint=") })); n != 1 ||
+			!slices.Contains(args, "--runtime-endpoint="+c.endpoint) {
+			t.Errorf("%s: args %q, want --runtime-endpoint=%s once", c.name, args, c.endpoint)
+		}
+		if got := slices.Contains(args, "--runtime-type=cri"); got != c.crioType {
+			t.Errorf("%s: args %q: --runtime-type=cri is there: %v, want %v", c.name, args, got, c.crioType)
+		}
+		if got := hostMounts(c.ds); !reflect.DeepEqual(got, c.wantMounts) {
+			t.Errorf("%s: host mounts %v, want %v", c.name, got, c.wantMounts)
+		}
+	}
+
+	ds := renderedDaemonSet(t, helmTemplate(t, "p", "flags.metrics-bind-address=127.0.0.1:19809"))
+	c := ds.Spec.Template.Spec.Containers[0]
+	if c.Ports[0].ContainerPort != 19809 || c.LivenessProbe.HTTPGet.Port.IntValue() != 19809 ||
+		c.ReadinessProbe.HTTPGet.Port.IntValue() != 19809 || ds.Spec.Template.Annotations["prometheus.io/port"] != "19809" {
+		t.Errorf("--metrics-bind-address=127.0.0.1:19809: port %d, probes %v %v, annotation %q", c.Ports[0].ContainerPort,
+			c.LivenessProbe.HTTPGet.Port, c.ReadinessProbe.HTTPGet.Port, ds.Spec.Template.Annotations["prometheus.io/port"])
+	}
+}
+
+// The real API server takes every object the chart renders (defaults; the
+// webhook and monitoring on, in another namespace) and the kustomize
+// overlays render, with a server-side dry run: defaulting, validation,
+// CEL compilation of the admission policies, admission. PodMonitor and
+// PrometheusRule go to stand-in CRDs (testdata/chart/monitoring-crds.yaml
+// says why).
+func TestChartServerSideDryRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	installMonitoringCRDs(ctx, t)
+
+	cases := []struct {
+		name string
+		ns   string
+		objs []*unstructured.Unstructured
+	}{
+		{"chart defaults", "chart-defaults", helmTemplate(t, "chart-defaults")},
+		{"chart with webhook and monitoring", "chart-all",
+			helmTemplate(t, "chart-all", "webhook.enabled=true", "monitoring.enabled=true", "namespace.create=true",
+				"fullnameOverride=probed-all")},
+		{"deploy/", "probed-system", kustomize(t, "../../deploy")},
+		{"overlays/crio", "probed-system", kustomize(t, "../../overlays/crio")},
+		{"overlays/k3s", "probed-system", kustomize(t, "../../overlays/k3s")},
+	}
+	for _, c := range cases {
+		// A dry run creates no namespace: make it for real.
+		if err := cp.EnsureNamespace(ctx, c.ns); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.objs) < 5 {
+			t.Errorf("%s: only %d objects rendered", c.name, len(c.objs))
+		}
+		if err := dryRunApply(ctx, c.objs); err != nil {
+			t.Errorf("%s: server-side dry run:\n%v", c.name, err)
+		}
+	}
+	// The dry run judges: a port out of range is refused.
+	bad := helmTemplate(t, "chart-defaults", "flags.metrics-bind-address=:70000")
+	if err := dryRunApply(ctx, bad); err == nil || !strings.Contains(err.Error(), "70000") {
+		t.Errorf("--metrics-bind-address=:70000 rendered a port the dry run took: err = %v", err)
+	}
+	// What a dry run promises: nothing was stored.
+	if _, err := client.AppsV1().DaemonSets("chart-defaults").Get(ctx, "probed", metav1.GetOptions{}); err == nil {
+		t.Error("the dry run stored the DaemonSet")
+	}
+}
+
+// installMonitoringCRDs creates the stand-in CRDs (once per control plane)
+// and waits until the API server serves them.
+func installMonitoringCRDs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile("testdata/chart/monitoring-crds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := decodeObjects(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dyn, err := restClients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdRes := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, crd := range crds {
+		if _, err := dyn.Resource(crdRes).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: "probed-chart-test", Force: true}); err != nil {
+			t.Fatalf("CRD %s: %v", crd.GetName(), err)
+		}
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		rl, err := client.Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+		if err != nil {
+			return false, nil
+		}
+		n := 0
+		for _, r := range rl.APIResources {
+			if r.Name == "podmonitors" || r.Name == "prometheusrules" {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("monitoring.coreos.com/v1 never served: %v", err)
+	}
+}

@@ -25,6 +25,9 @@ func FuzzAdopt(f *testing.F) {
 			return
 		}
 		pod := &v1.Pod{Spec: spec}
+		if !uniqueNames(pod) {
+			return // the API server refuses empty or repeated container names
+		}
 		before, problems := DeclaredProbes(pod, ProbeSourceSpec)
 		if len(problems) != 0 {
 			return // not a valid pod spec: the API server would refuse it
@@ -62,6 +65,21 @@ func FuzzAdopt(f *testing.F) {
 			t.Fatalf("a second adoption changed the pod: %+v %v", a2, err)
 		}
 	})
+}
+
+// uniqueNames reports whether every container and init container has a
+// name of its own, as the API server requires.
+func uniqueNames(p *v1.Pod) bool {
+	seen := map[string]bool{}
+	for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == "" || seen[c.Name] {
+				return false
+			}
+			seen[c.Name] = true
+		}
+	}
+	return true
 }
 
 func containerNames(p *v1.Pod) []string {

@@ -2,7 +2,9 @@
 # probed's container image: one static binary on an empty base.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
-#                --build-arg REVISION=$(git rev-parse HEAD) -t probed:dev .
+#                --build-arg REVISION=$(git rev-parse HEAD) \
+#                --build-arg BUILD_DATE=$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd) \
+#                -t probed:dev .
 #
 # Where there is no Docker engine (CI, the test machines), hack/build-probed-image.sh
 # assembles the same image with umoci and skopeo (`make image`). Keep the two
@@ -14,6 +16,8 @@ FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev
+ARG REVISION=unknown
+ARG BUILD_DATE=unknown
 WORKDIR /src
 # Modules first: this layer is reused until go.mod or go.sum change.
 COPY go.mod go.sum ./
@@ -23,7 +27,7 @@ COPY pkg/ pkg/
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \
-      -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=${VERSION} -X github.com/probed-dev/probed/pkg/version.Revision=${REVISION} -X github.com/probed-dev/probed/pkg/version.BuildDate=${BUILD_DATE}" \
       -o /out/probed ./cmd/probed
 
 FROM scratch

@@ -1,7 +1,7 @@
 # probed — see README.md. All targets run from a fresh Debian machine as root.
 SHELL := /bin/bash
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/probed-dev/probed/pkg/version.Version=$(VERSION)
+LDFLAGS := $(shell VERSION=$(VERSION) bash hack/ldflags.sh)
 GO ?= go
 
 .PHONY: all build test unit integration runtime e2e fuzz lint deps k8s-bins images clean

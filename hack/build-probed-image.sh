@@ -54,7 +54,7 @@ flock 9
 echo "build-probed-image: building the static binary (version $version)..."
 start=$SECONDS
 CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -trimpath \
-  -ldflags "-s -w -X github.com/probed-dev/probed/pkg/version.Version=$version" \
+  -ldflags "$(VERSION=$version bash hack/ldflags.sh)" \
   -o "$work_bin/probed.tmp" ./cmd/probed
 mv -f "$work_bin/probed.tmp" "$work_bin/probed"
 echo "build-probed-image: binary ready in $((SECONDS - start))s ($(du -h "$work_bin/probed" | cut -f1))"

@@ -72,6 +72,9 @@ up_out=$(mktemp)
   "${probed_args[@]}" | tee "$up_out"
 KUBECONFIG=$(sed -n 's/^KUBECONFIG=//p' "$up_out")
 url=$(sed -n 's/^PROBED_URL=//p' "$up_out")
+# probed serves /metrics and /debug/probes over TLS (a self-signed
+# certificate) to tokens the API server lets read them; demo-node wrote one.
+token_file=$(sed -n 's/^PROBED_TOKEN_FILE=//p' "$up_out")
 rm -f "$up_out"
 export KUBECONFIG
 setup_done=$SECONDS
@@ -89,7 +92,10 @@ global: {scrape_interval: 5s, evaluation_interval: 5s}
 rule_files: [$root/deploy/monitoring/rules/probed.rules.yaml]
 scrape_configs:
 - job_name: probed
-  static_configs: [{targets: ['${url#http://}'], labels: {node: '127.0.0.1'}}]
+  scheme: https
+  tls_config: {insecure_skip_verify: true}
+  authorization: {type: Bearer, credentials_file: '$token_file'}
+  static_configs: [{targets: ['${url#https://}'], labels: {node: '127.0.0.1'}}]
 PROM
 setsid /usr/bin/prometheus --config.file="$prom_dir/prometheus.yml" --storage.tsdb.path="$prom_dir/data" \
   --web.listen-address="127.0.0.1:$prom_port" >"$prom_dir/prometheus.log" 2>&1 </dev/null &
@@ -169,6 +175,14 @@ fi
 fetch() {
   if command -v curl >/dev/null; then curl -fsS "$1"; else .cache/bin/demo-node fetch "$1"; fi
 }
+# The same for probed: TLS with its self-signed certificate, and the token.
+fetch_probed() {
+  if command -v curl >/dev/null; then
+    curl -fsSk -H "Authorization: Bearer $(cat "$token_file")" "$1"
+  else
+    .cache/bin/demo-node fetch "$1" "$token_file"
+  fi
+}
 
 # One view: the pods with their readiness gates, probed's latest events, and
 # its probe counters.
@@ -182,8 +196,8 @@ show() {
     -o custom-columns='LAST SEEN:.lastTimestamp,TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,COUNT:.count,MESSAGE:.message' \
     2>/dev/null | { read -r h && echo "$h" && tail -n 8; } | cut -c1-200 || true
   echo
-  echo "${bold}probe results${off} ${dim}(curl $url/metrics | grep prober_probe_total)${off}"
-  fetch "$url/metrics" 2>/dev/null | grep '^prober_probe_total' | sed -E 's/,?pod_uid="[^"]*"//; s/^prober_probe_total//' |
+  echo "${bold}probe results${off} ${dim}(curl -k -H \"Authorization: Bearer \$(cat $token_file)\" $url/metrics | grep prober_probe_total)${off}"
+  fetch_probed "$url/metrics" 2>/dev/null | grep '^prober_probe_total' | sed -E 's/,?pod_uid="[^"]*"//; s/^prober_probe_total//' |
     sort | head -n 14 || echo "(no probe results yet)"
 }
 
@@ -207,7 +221,7 @@ fi
 
 echo
 echo "${bold}probed's own metrics${off} ${dim}(probed_*)${off}"
-fetch "$url/metrics" 2>/dev/null | grep -E '^probed_(workers|status_writes_total|runtime_exec_total|container_kills_total)' |
+fetch_probed "$url/metrics" 2>/dev/null | grep -E '^probed_(workers|status_writes_total|runtime_exec_total|container_kills_total)' |
   awk '$2 != 0' | head -n 14 || true
 
 # One PromQL query and its answer, as a dashboard would ask it.
@@ -228,8 +242,10 @@ Look further:
   kubectl get pods -A -o wide -w
   kubectl describe pod -n <namespace> <pod>      # Unhealthy, Killing, ProbeWarning events
   kubectl -n probed-system logs ds/probed
-  curl $url/debug/probes    # every probe worker: state, last results
-  curl -s $url/metrics | grep -E '^(prober|probed)_'
+  token=\$(cat $token_file)   # probed-harness-scraper's, bound to deploy/scraper-roles.yaml
+  curl -k -H "Authorization: Bearer \$token" $url/debug/probes    # every probe worker: state, last results
+  curl -k -H "Authorization: Bearer \$token" "$url/debug/probes?namespace=default"    # one namespace's (or &pod=NAME)
+  curl -sk -H "Authorization: Bearer \$token" $url/metrics | grep -E '^(prober|probed)_'
   Prometheus UI: $prom_url   (try: $promql)
   logs: $run_dir/*.log, $run_dir/controlplane/*.log, $run_dir/containerd/containerd.log
 Stop everything and remove $run_dir:

@@ -25,7 +25,7 @@ func main() {
 	}
 	o := &options{}
 	fs := flag.NewFlagSet("probed", flag.ExitOnError)
-	klog.InitFlags(fs)
+	logging := addLoggingFlags(fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
@@ -34,8 +34,12 @@ func main() {
 	}
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println(version.String("probed"))
 		return
+	}
+	if err := applyLogging(logging); err != nil {
+		fmt.Fprintf(os.Stderr, "probed: %v\n", err)
+		os.Exit(2)
 	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "probed: %v\n", err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/probed-dev/probed/pkg/endpoints"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -45,6 +47,12 @@ type options struct {
 	LivenessWorkloadGuard bool
 	// LivenessWorkloadGuardMaxPause bounds one such pause.
 	LivenessWorkloadGuardMaxPause time.Duration
+	// MetricsInsecure is --metrics-insecure-serving: plain HTTP, no
+	// authentication, loopback only (development).
+	MetricsInsecure bool
+	// TLSCertFile and TLSKeyFile serve the endpoints; a self-signed
+	// certificate when both are empty.
+	TLSCertFile, TLSKeyFile string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -57,6 +65,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
+	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
 	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
 	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
@@ -90,6 +101,17 @@ func (o *options) validate() error {
 	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
 	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
 	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
+	if o.MetricsInsecure {
+		if err := endpoints.CheckInsecureAddr(o.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-insecure-serving with --metrics-bind-address=%w", err))
+		}
+		if o.TLSCertFile != "" {
+			errs = append(errs, errors.New("--metrics-insecure-serving serves no TLS: drop --tls-cert-file and --tls-private-key-file"))
+		}
+	}
 	if o.LivenessRestartBudget < 0 {
 		errs = append(errs, fmt.Errorf("--liveness-restart-budget=%d: must be 0 (unlimited) or more", o.LivenessRestartBudget))
 	}

@@ -76,3 +76,34 @@ func TestEventClientHasItsOwnLimits(t *testing.T) {
 		t.Errorf("--event-qps=0: %v", err)
 	}
 }
+
+// --metrics-insecure-serving serves without TLS or authentication, so it is
+// refused unless probed listens on loopback only; the TLS file flags go
+// together.
+func TestMetricsServingValidation(t *testing.T) {
+	t.Setenv("NODE_NAME", "node-a")
+	for _, tc := range []struct {
+		args []string
+		want string // "" means valid
+	}{
+		{nil, ""},
+		{[]string{"--metrics-insecure-serving", "--metrics-bind-address=127.0.0.1:9809"}, ""},
+		{[]string{"--metrics-insecure-serving", "--metrics-bind-address=[::1]:9809"}, ""},
+		{[]string{"--metrics-insecure-serving"}, `--metrics-insecure-serving with --metrics-bind-address=":9809" is not a loopback address`},
+		{[]string{"--metrics-insecure-serving", "--metrics-bind-address=0.0.0.0:9809"}, "is not a loopback address"},
+		{[]string{"--metrics-insecure-serving", "--metrics-bind-address=10.1.2.3:9809"}, "is not a loopback address"},
+		{[]string{"--tls-cert-file=/c.pem", "--tls-private-key-file=/k.pem"}, ""},
+		{[]string{"--tls-cert-file=/c.pem"}, "--tls-cert-file and --tls-private-key-file go together"},
+		{[]string{"--tls-private-key-file=/k.pem"}, "--tls-cert-file and --tls-private-key-file go together"},
+		{[]string{"--metrics-insecure-serving", "--metrics-bind-address=127.0.0.1:1", "--tls-cert-file=/c.pem", "--tls-private-key-file=/k.pem"},
+			"--metrics-insecure-serving serves no TLS"},
+	} {
+		err := parse(t, tc.args...).validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

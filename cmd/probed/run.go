@@ -38,7 +38,7 @@ import (
 // run wires probed's parts together and blocks until ctx ends. It holds no
 // logic of its own.
 func run(ctx context.Context, o *options) error {
-	klog.InfoS("Starting probed", "version", version.Version, "node", o.NodeName, "statusMode", o.StatusMode,
+	klog.InfoS("Starting probed", "version", version.Version, "revision", version.Revision, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
@@ -63,6 +63,7 @@ func run(ctx context.Context, o *options) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	version.RegisterBuildInfo(reg, "probed")
 
 	runtime, err := newRuntime(ctx, o, reg)
 	if err != nil {
@@ -170,6 +171,16 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
+	// /metrics and /debug/ ask the API server who may read them.
+	var endpointAuth *endpoints.Auth
+	if !o.MetricsInsecure {
+		a, err := endpoints.DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
+		if err != nil {
+			return err
+		}
+		endpointAuth = &a
+	}
+
 	// Shutdown order: stop the workers first, then let the writer flush what
 	// they last decided; nothing is flipped on the way out.
 	mgrCtx, stopManager := context.WithCancel(context.Background())
@@ -188,6 +199,10 @@ func run(ctx context.Context, o *options) error {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
 			Addr:     o.MetricsAddr,
 			Gatherer: reg,
+			Auth:     endpointAuth,
+			Insecure: o.MetricsInsecure,
+			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
+				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},
 			Ready: []endpoints.Check{
 				{Name: "informer-synced", Fn: func(context.Context) error {
 					if !podInformer.HasSynced() {
@@ -198,7 +213,7 @@ func run(ctx context.Context, o *options) error {
 				// Unready only after a sustained outage, not on a blip.
 				{Name: "runtime", Fn: runtimeHealth.Check},
 			},
-			Probes: func() any { return mgr.Snapshots() },
+			Probes: mgr.Snapshots,
 		})
 	}()
 

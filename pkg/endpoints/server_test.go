@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
@@ -21,22 +23,30 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 	return rec.Code, string(b)
 }
 
-func TestEndpoints(t *testing.T) {
+func testRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "probed_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Inc()
+	return reg
+}
+
+func TestEndpoints(t *testing.T) {
 	synced := false
-	h := Handler(Options{
-		Gatherer: reg,
+	h, err := Handler(Options{
+		Insecure: true,
+		Gatherer: testRegistry(),
 		Ready: []Check{{Name: "informer", Fn: func(context.Context) error {
 			if !synced {
 				return errors.New("not synced")
 			}
 			return nil
 		}}},
-		Probes: func() any { return []map[string]string{{"pod": "ns/p"}} },
+		Probes: func() []worker.Snapshot { return []worker.Snapshot{{PodNamespace: "ns", PodName: "p"}} },
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "ok") {
 		t.Fatalf("/healthz = %d %q", code, body)
 	}
@@ -51,8 +61,28 @@ func TestEndpoints(t *testing.T) {
 		t.Fatalf("/metrics = %d %q", code, body)
 	}
 	code, body := get(t, h, "/debug/probes")
-	var doc []map[string]string
-	if code != 200 || json.Unmarshal([]byte(body), &doc) != nil || doc[0]["pod"] != "ns/p" {
+	var doc []worker.Snapshot
+	if code != 200 || json.Unmarshal([]byte(body), &doc) != nil || len(doc) != 1 || doc[0].PodName != "p" {
 		t.Fatalf("/debug/probes = %d %q", code, body)
+	}
+}
+
+// Without Auth, the guarded paths are not served at all unless the caller
+// asked for the insecure mode.
+func TestHandlerNeedsAuthUnlessInsecure(t *testing.T) {
+	if _, err := Handler(Options{Gatherer: testRegistry()}); err == nil {
+		t.Fatal("a handler without Auth and without Insecure was built")
+	}
+}
+
+func TestCheckInsecureAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:9809": true, "127.0.0.2:1": true, "[::1]:9809": true,
+		":9809": false, "0.0.0.0:9809": false, "[::]:9809": false, "10.0.0.1:9809": false,
+		"localhost:9809": false, "node-a:9809": false, "127.0.0.1": false,
+	} {
+		if err := CheckInsecureAddr(addr); (err == nil) != ok {
+			t.Errorf("CheckInsecureAddr(%q) = %v, want ok=%v", addr, err, ok)
+		}
 	}
 }

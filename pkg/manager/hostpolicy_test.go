@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -23,6 +24,7 @@ import (
 func newEnvWith(t *testing.T, mutate func(*Options)) *env {
 	t.Helper()
 	client := fake.NewClientset()
+	watching := informertest.WatchStarted(client, "pods")
 	factory := informers.NewSharedInformerFactory(client, 0)
 	e := &env{
 		t: t, client: client,
@@ -49,6 +51,7 @@ func newEnvWith(t *testing.T, mutate func(*Options)) *env {
 	e.cancel = cancel
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	informertest.Wait(t, watching)
 	go func() { defer close(e.done); mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -3,11 +3,11 @@ package manager
 import (
 	"context"
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -106,6 +107,7 @@ type env struct {
 func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	t.Helper()
 	client := fake.NewClientset()
+	watching := informertest.WatchStarted(client, "pods")
 	factory := informers.NewSharedInformerFactory(client, 0)
 	e := &env{
 		t: t, client: client,
@@ -133,9 +135,8 @@ func newEnv(t *testing.T, src probespec.ProbeSource) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	factory.Start(ctx.Done())
-	// The fake clientset's watch has no resourceVersion: an object created
-	// between the informer's list and its watch is never delivered.
 	factory.WaitForCacheSync(ctx.Done())
+	informertest.Wait(t, watching)
 	go func() { defer close(e.done); mgr.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -226,6 +227,7 @@ func TestWorkloadGuardScope(t *testing.T) {
 
 func TestIndexByController(t *testing.T) {
 	client := fake.NewClientset()
+	watching := informertest.WatchStarted(client, "pods")
 	factory := informers.NewSharedInformerFactory(client, 0)
 	inf := factory.Core().V1().Pods().Informer()
 	owned, err := IndexByController(inf)
@@ -236,6 +238,7 @@ func TestIndexByController(t *testing.T) {
 	defer func() { cancel(); factory.Shutdown() }()
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	informertest.Wait(t, watching)
 	for _, p := range []*v1.Pod{rsPod("a"), rsPod("b"), ownedPod("c", "ReplicaSet", "apps/v1", "other"), ownedPod("d", "", "", "")} {
 		if _, err := client.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

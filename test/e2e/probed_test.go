@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -40,24 +38,15 @@ func testProbedStayedUp(t *testing.T) {
 		}
 	}
 
-	metrics := nd.ProbedMetricsURL()
-	if !strings.HasSuffix(metrics, "/metrics") {
-		metrics = strings.TrimSuffix(metrics, "/") + "/metrics"
-	}
+	metrics := nd.ProbedMetricsURL() + "/metrics"
 	// The scenarios' pods are deleted as each ends: their workers, and with
-	// them their series, must go; probed's own series stay.
+	// them their series, must go; probed's own series stay. Read over TLS
+	// with a token bound to deploy/'s scraper roles.
 	var left []string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		c := http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(metrics)
+		body, err := nd.ProbedGet(ctx, "/metrics")
 		if err != nil {
 			t.Logf("GET %s: %v", metrics, err)
-			return false, nil
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Logf("GET %s: %d", metrics, resp.StatusCode)
 			return false, nil
 		}
 		if !strings.Contains(string(body), "\nprobed_") {

@@ -4,11 +4,10 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,17 +95,12 @@ func scrape(t *testing.T, prefix string) float64 {
 	t.Helper()
 	var sum float64
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		c := http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get(nd.ProbedMetricsURL() + "/metrics")
+		body, err := nd.ProbedGet(ctx, "/metrics")
 		if err != nil {
 			return false, nil
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, nil
-		}
 		sum = 0
-		sc := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
+		sc := bufio.NewScanner(bytes.NewReader(body))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			l := sc.Text()

@@ -16,34 +16,42 @@ import (
 )
 
 // condRecorder watches a namespace's pods and records every transition of
-// probed's conditions, per pod, from a known starting state.
+// a per-pod state (say, probed's conditions), per pod, from a known
+// starting state.
 type condRecorder struct {
+	state func(*v1.Pod) map[string]string
 	mu    sync.Mutex
-	last  map[string]map[string]v1.ConditionStatus // pod -> condition -> status
-	flips map[string][]string                      // pod -> "type: from->to"
+	last  map[string]map[string]string // pod -> key -> value
+	flips map[string][]string          // pod -> "key: from->to"
 }
 
-func probedConds(p *v1.Pod) map[string]v1.ConditionStatus {
-	out := map[string]v1.ConditionStatus{}
+// probedConds is the status of each of probed's conditions.
+func probedConds(p *v1.Pod) map[string]string {
+	out := map[string]string{}
 	for _, c := range p.Status.Conditions {
 		if strings.Contains(string(c.Type), "probed.io") {
-			out[string(c.Type)] = c.Status
+			out[string(c.Type)] = string(c.Status)
 		}
 	}
 	return out
 }
 
-// watchConds lists the namespace's pods as the baseline and records every
-// change of a probed condition after it until ctx ends.
+// watchConds records the transitions of probed's conditions.
 func (e *testEnv) watchConds(ctx context.Context) *condRecorder {
+	return e.watchPodState(ctx, probedConds)
+}
+
+// watchPodState lists the namespace's pods as the baseline and records
+// every change of state after it until ctx ends.
+func (e *testEnv) watchPodState(ctx context.Context, state func(*v1.Pod) map[string]string) *condRecorder {
 	e.t.Helper()
 	list, err := client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r := &condRecorder{last: map[string]map[string]v1.ConditionStatus{}, flips: map[string][]string{}}
+	r := &condRecorder{state: state, last: map[string]map[string]string{}, flips: map[string][]string{}}
 	for i := range list.Items {
-		r.last[list.Items[i].Name] = probedConds(&list.Items[i])
+		r.last[list.Items[i].Name] = state(&list.Items[i])
 	}
 	w, err := client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
@@ -62,17 +70,17 @@ func (e *testEnv) watchConds(ctx context.Context) *condRecorder {
 			if !ok || ev.Type != watch.Modified {
 				continue
 			}
-			now := probedConds(p)
+			now := r.state(p)
 			r.mu.Lock()
 			prev := r.last[p.Name]
-			for t, s := range now {
-				if prev[t] != s {
-					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q->%q", t, prev[t], s))
+			for k, v := range now {
+				if prev[k] != v {
+					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q->%q", k, prev[k], v))
 				}
 			}
-			for t, s := range prev {
-				if _, ok := now[t]; !ok {
-					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q removed", t, s))
+			for k, v := range prev {
+				if _, ok := now[k]; !ok {
+					r.flips[p.Name] = append(r.flips[p.Name], fmt.Sprintf("%s: %q removed", k, v))
 				}
 			}
 			r.last[p.Name] = now
@@ -86,6 +94,19 @@ func (r *condRecorder) transitions(pod string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.flips[pod]...)
+}
+
+// all is every pod's transitions.
+func (r *condRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for pod, fl := range r.flips {
+		for _, f := range fl {
+			out = append(out, pod+": "+f)
+		}
+	}
+	return out
 }
 
 // TestSIGKILLDuringStatusWrites: 20 pods, 10 of whose targets keep flipping

@@ -76,7 +76,9 @@ func (r *faultRig) start(kubeconfig string, extra ...string) {
 	if kubeconfig != "" {
 		r.e.kubeconfig = kubeconfig
 	}
-	args := append([]string{"--status-mode=" + r.mode, "--liveness-action=event-only"}, extra...)
+	// Plain HTTP without authentication: the faults cut probed off the API
+	// server, which would then refuse the tests' reads of /metrics.
+	args := append([]string{"--status-mode=" + r.mode, "--liveness-action=event-only", "--metrics-insecure-serving"}, extra...)
 	r.p = r.e.startProbed(args...)
 	r.waitConverged("start", time.Now(), 30*time.Second)
 	eventually(r.t, "the first liveness kill", 30*time.Second, func() bool { return r.kills() == 1 })

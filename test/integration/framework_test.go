@@ -8,6 +8,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,12 @@ var (
 	client    kubernetes.Interface
 	probedBin string
 	seq       atomic.Int64
+	// scraperToken may get /metrics and /debug/probes: its service
+	// account is bound to deploy/scraper-roles.yaml's two roles.
+	scraperToken string
+	// servingCert is a CA and a certificate it signed for 127.0.0.1, for
+	// probed's --tls-cert-file in the tests that verify its certificate.
+	servingCert testCert
 )
 
 func TestMain(m *testing.M) {
@@ -82,6 +89,14 @@ func run(m *testing.M) int {
 	}
 	if err := applyAccessManifests(ctx, client); err != nil {
 		fmt.Fprintln(os.Stderr, "applying deploy/ access manifests:", err)
+		return 1
+	}
+	if scraperToken, err = readerToken(ctx, "probed-it-scraper", "probed-metrics-reader", "probed-debug-reader"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if servingCert, err = newTestCert(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -134,6 +149,10 @@ type probedProc struct {
 	logPath string
 	exited  chan struct{}
 	exitErr error
+	// scheme is https, or http with --metrics-insecure-serving; over
+	// https, get sends scraperToken.
+	scheme string
+	http   *http.Client
 }
 
 func freeAddr(t *testing.T) string {
@@ -160,7 +179,16 @@ func (e *testEnv) startProbed(extra ...string) *probedProc {
 // startProbedNoWait runs probed for the env's node.
 func (e *testEnv) startProbedNoWait(extra ...string) *probedProc {
 	e.t.Helper()
-	p := &probedProc{t: e.t, addr: freeAddr(e.t), exited: make(chan struct{})}
+	p := &probedProc{t: e.t, addr: freeAddr(e.t), exited: make(chan struct{}), scheme: "https"}
+	if slices.Contains(extra, "--metrics-insecure-serving") {
+		p.scheme = "http"
+	}
+	// probed's certificate is self-signed unless the test gives one; the
+	// tests that check it use their own client. One kept-alive connection
+	// instead of a handshake per poll.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	p.http = &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	e.t.Cleanup(tr.CloseIdleConnections)
 	p.logPath = filepath.Join(e.t.TempDir(), "probed.log")
 	logf, err := os.Create(p.logPath)
 	if err != nil {
@@ -224,9 +252,26 @@ func (p *probedProc) kill() {
 	<-p.exited
 }
 
+// get reads one of probed's endpoints, over https with scraperToken unless
+// probed runs with --metrics-insecure-serving.
 func (p *probedProc) get(path string) (int, string) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + p.addr + path)
+	token := ""
+	if p.scheme == "https" {
+		token = scraperToken
+	}
+	return p.getAs(path, token)
+}
+
+// getAs reads path with token ("": none).
+func (p *probedProc) getAs(path, token string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, p.scheme+"://"+p.addr+path, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := p.http.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

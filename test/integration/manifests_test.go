@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,16 +22,42 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
-const manifestPath = "../../deploy/daemonset.yaml"
+const deployDir = "../../deploy"
 
-// loadManifests decodes every object of deploy/daemonset.yaml.
+// loadManifests decodes every object of the files deploy/kustomization.yaml
+// lists, in its order.
 func loadManifests() ([]runtime.Object, error) {
-	b, err := os.ReadFile(manifestPath)
+	b, err := os.ReadFile(filepath.Join(deployDir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
 	}
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		return nil, fmt.Errorf("%s/kustomization.yaml: %w", deployDir, err)
+	}
+	var out []runtime.Object
+	for _, r := range k.Resources {
+		path := filepath.Join(deployDir, r)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := decodeManifests(b, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// decodeManifests decodes a multi-document YAML stream from source.
+func decodeManifests(b []byte, source string) ([]runtime.Object, error) {
 	dec := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	var out []runtime.Object
 	for {
@@ -46,15 +73,16 @@ func loadManifests() ([]runtime.Object, error) {
 		}
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", manifestPath, err)
+			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		out = append(out, obj)
 	}
 }
 
 // applyAccessManifests creates what deploy/ ships for probed's access: the
-// namespace, service account, RBAC and the node-confinement policy. The
-// DaemonSet itself is for the end-to-end tier, where a kubelet runs it.
+// namespace, service account, RBAC, the node-confinement policy and the
+// scraper roles. The DaemonSet itself is for the end-to-end tier, where a
+// kubelet runs it.
 func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
 	objs, err := loadManifests()
 	if err != nil {
@@ -78,7 +106,7 @@ func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
 		case *appsv1.DaemonSet:
 			continue
 		default:
-			return fmt.Errorf("unexpected object %T in %s", obj, manifestPath)
+			return fmt.Errorf("unexpected object %T in %s", obj, deployDir)
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T: %w", obj, err)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -25,13 +27,25 @@ type promServer struct {
 }
 
 // startPrometheus starts Prometheus on targets and waits until it has
-// scraped each of them once.
+// scraped each of them once. It scrapes as deploy/monitoring's PodMonitor
+// does: over TLS, with the token of a service account bound to deploy/'s
+// probed-metrics-reader and nothing else. It verifies the targets'
+// certificates against servingCert's CA: start them with servingCert.args().
 func startPrometheus(t *testing.T, targets ...promh.Target) *promServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	token, err := readerToken(ctx, "probed-it-prometheus", "probed-metrics-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s, err := promh.Start(ctx, promh.Options{
 		Targets:   targets,
+		Scrape:    promh.Scrape{HTTPS: true, BearerTokenFile: tokenFile, CAFile: servingCert.caFile},
 		RuleFiles: []string{monitoring.RepoPath(monitoring.PlainRulesPath)},
 	})
 	if err != nil {
@@ -169,7 +183,7 @@ func newObservedNode(t *testing.T, probedArgs ...string) *observedNode {
 	for _, p := range []*v1.Pod{o.web, o.sick, o.execPod} {
 		e.runPod(p, ip, time.Minute)
 	}
-	o.p = e.startProbed(probedArgs...)
+	o.p = e.startProbed(append(servingCert.args(), probedArgs...)...)
 	o.prom = startPrometheus(t, e.promTarget(o.p))
 	return o
 }

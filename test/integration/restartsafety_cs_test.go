@@ -5,73 +5,26 @@ package integration
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
-// readyFlips watches the namespace's pods and records every change of a
-// container's ready or started, and of the pod's ContainersReady and Ready.
-type readyFlips struct {
-	mu    sync.Mutex
-	last  map[string]string
-	flips []string
-}
-
-func containerStatusSummary(p *v1.Pod) string {
-	s := ""
+// containerStatusState is what container-status mode writes: each
+// container's ready and started, and the pod's ContainersReady and Ready.
+func containerStatusState(p *v1.Pod) map[string]string {
+	out := map[string]string{}
 	for _, cs := range p.Status.ContainerStatuses {
-		s += fmt.Sprintf("%s ready=%v started=%v; ", cs.Name, cs.Ready, cs.Started != nil && *cs.Started)
+		out[cs.Name+".ready"] = fmt.Sprint(cs.Ready)
+		out[cs.Name+".started"] = fmt.Sprint(cs.Started != nil && *cs.Started)
 	}
 	for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
 		if c := condition(p, string(t)); c != nil {
-			s += fmt.Sprintf("%s=%s; ", t, c.Status)
+			out[string(t)] = string(c.Status)
 		}
 	}
-	return s
-}
-
-func (e *testEnv) watchReadyFlips(ctx context.Context) *readyFlips {
-	e.t.Helper()
-	list, err := client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	r := &readyFlips{last: map[string]string{}}
-	for i := range list.Items {
-		r.last[list.Items[i].Name] = containerStatusSummary(&list.Items[i])
-	}
-	w, err := client.CoreV1().Pods(e.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok || ev.Type != watch.Modified {
-				continue
-			}
-			now := containerStatusSummary(p)
-			r.mu.Lock()
-			if prev := r.last[p.Name]; prev != now {
-				r.flips = append(r.flips, p.Name+": "+prev+" -> "+now)
-			}
-			r.last[p.Name] = now
-			r.mu.Unlock()
-		}
-	}()
-	return r
-}
-
-func (r *readyFlips) all() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.flips...)
+	return out
 }
 
 // Issue 11 item 6: in container-status mode a restart of probed keeps the
@@ -116,7 +69,7 @@ func TestContainerStatusModeSurvivesSIGKILL(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
-	rec := e.watchReadyFlips(ctx)
+	rec := e.watchPodState(ctx, containerStatusState)
 	p.kill()
 	hits := make([]int64, n)
 	for i, tg := range targets {

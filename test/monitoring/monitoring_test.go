@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -274,6 +275,15 @@ func TestPodMonitorMatchesDaemonSet(t *testing.T) {
 	if fmt.Sprint(ann["prometheus.io/port"]) != fmt.Sprint(containerPort) || ann["prometheus.io/path"] != dig(ep, "path") {
 		t.Errorf("the pod's prometheus.io annotations %v disagree with the PodMonitor (port %v, path %v)", ann, containerPort, dig(ep, "path"))
 	}
+	// probed serves /metrics over TLS with a token (contract §5): the
+	// PodMonitor and the annotations say https, and the PodMonitor sends the
+	// token of an account bound to probed-metrics-reader.
+	if dig(ep, "scheme") != "https" || ann["prometheus.io/scheme"] != "https" {
+		t.Errorf("scheme %v, prometheus.io/scheme %v: probed serves /metrics over https", dig(ep, "scheme"), ann["prometheus.io/scheme"])
+	}
+	if dig(ep, "authorization", "type") != "Bearer" || dig(ep, "authorization", "credentials", "name") == nil {
+		t.Errorf("authorization %v: want a Bearer token from a Secret", dig(ep, "authorization"))
+	}
 	if dig(ep, "honorLabels") != true {
 		t.Error("honorLabels is not true: prober_probe_total's namespace, pod and container would become exported_*")
 	}
@@ -299,6 +309,9 @@ func TestKustomization(t *testing.T) {
 	for _, r := range res {
 		for _, d := range readYAMLDocs(t, "deploy/monitoring/"+r.(string)) {
 			kinds[fmt.Sprint(d["kind"])] = true
+			if d["kind"] == "ClusterRoleBinding" {
+				continue // cluster-scoped
+			}
 			if ns := dig(d, "metadata", "namespace"); ns != k["namespace"] {
 				t.Errorf("%s: namespace %v, the kustomization's is %v", r, ns, k["namespace"])
 			}
@@ -684,5 +697,55 @@ func TestKustomizeBuild(t *testing.T) {
 		if !got[want] {
 			t.Errorf("kustomize output lacks %s; has %v", want, got)
 		}
+	}
+}
+
+// The PodMonitor's token Secret belongs to a service account that a
+// ClusterRoleBinding binds to deploy/'s probed-metrics-reader, which grants
+// get on /metrics.
+func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
+	pm := readYAMLDocs(t, PodMonitorPath)[0]
+	eps, _ := dig(pm, "spec", "podMetricsEndpoints").([]any)
+	if len(eps) != 1 {
+		t.Fatalf("%d podMetricsEndpoints, want 1", len(eps))
+	}
+	secret := dig(eps[0], "authorization", "credentials", "name")
+	var account any
+	bound := map[any]any{} // service account -> cluster role
+	for _, d := range readYAMLDocs(t, "deploy/monitoring/scrape-token.yaml") {
+		switch d["kind"] {
+		case "Secret":
+			if dig(d, "metadata", "name") == secret && d["type"] == "kubernetes.io/service-account-token" {
+				account = dig(d, "metadata", "annotations", "kubernetes.io/service-account.name")
+			}
+		case "ClusterRoleBinding":
+			subjects, _ := d["subjects"].([]any)
+			for _, s := range subjects {
+				if dig(s, "kind") == "ServiceAccount" && dig(s, "namespace") == dig(pm, "metadata", "namespace") {
+					bound[dig(s, "name")] = dig(d, "roleRef", "name")
+				}
+			}
+		}
+	}
+	if account == nil {
+		t.Fatalf("no service-account token Secret %v in deploy/monitoring/scrape-token.yaml", secret)
+	}
+	role := bound[account]
+	granted := false
+	for _, d := range readYAMLDocs(t, "deploy/scraper-roles.yaml") {
+		if d["kind"] != "ClusterRole" || dig(d, "metadata", "name") != role {
+			continue
+		}
+		rules, _ := d["rules"].([]any)
+		for _, r := range rules {
+			urls, _ := dig(r, "nonResourceURLs").([]any)
+			verbs, _ := dig(r, "verbs").([]any)
+			if slices.Contains(urls, any("/metrics")) && slices.Contains(verbs, any("get")) {
+				granted = true
+			}
+		}
+	}
+	if !granted {
+		t.Errorf("service account %v is bound to %v, which does not grant get on /metrics in deploy/scraper-roles.yaml", account, role)
 	}
 }

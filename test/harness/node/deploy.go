@@ -481,10 +481,12 @@ func (n *Node) ProbedNamespace() string {
 	return n.deployed.namespace
 }
 
-// ProbedMetricsURL is probed's HTTP endpoint on the host network, e.g.
-// http://127.0.0.1:9809 (/metrics, /healthz, /readyz, /debug/probes).
+// ProbedMetricsURL is probed's HTTPS endpoint on the host network, e.g.
+// https://127.0.0.1:9809 (/metrics, /healthz, /readyz, /debug/probes). Its
+// certificate is self-signed, and /metrics and /debug/probes need a token:
+// ProbedGet reads them.
 func (n *Node) ProbedMetricsURL() string {
-	return "http://127.0.0.1:" + strconv.Itoa(n.state.ProbedPort)
+	return "https://127.0.0.1:" + strconv.Itoa(n.state.ProbedPort)
 }
 
 func labelsEverything() labels.Selector { return labels.Everything() }

@@ -112,10 +112,16 @@ func TestNode(t *testing.T) {
 	if !podReady(probedPod) {
 		t.Errorf("probed pod %s is not Ready", name)
 	}
-	for _, path := range []string{"/readyz", "/healthz", "/debug/probes"} {
-		if _, err := httpGet(ctx, n.ProbedMetricsURL()+path); err != nil {
+	for _, path := range []string{"/readyz", "/healthz"} {
+		if _, err := FetchProbed(ctx, n.ProbedMetricsURL()+path, ""); err != nil {
 			t.Errorf("probed %s: %v", path, err)
 		}
+	}
+	if _, err := FetchProbed(ctx, n.ProbedMetricsURL()+"/debug/probes", ""); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("probed /debug/probes without a token: %v, want 401", err)
+	}
+	if _, err := n.ProbedGet(ctx, "/debug/probes"); err != nil {
+		t.Errorf("probed /debug/probes: %v", err)
 	}
 
 	// probed at work: an annotation readiness probe (exec through the node's
@@ -137,9 +143,9 @@ func TestNode(t *testing.T) {
 		},
 	}, true)
 	t.Logf("pod gated by probed's readiness probe Ready in %v", time.Since(start))
-	if metrics, err := httpGet(ctx, n.ProbedMetricsURL()+"/metrics"); err != nil {
+	if metrics, err := n.ProbedGet(ctx, "/metrics"); err != nil {
 		t.Errorf("metrics: %v", err)
-	} else if !strings.Contains(metrics, `prober_probe_total{container="app",namespace="default",pod="gated",pod_uid="`+string(gated.UID)+`",probe_type="Readiness",result="successful"}`) {
+	} else if !strings.Contains(string(metrics), `prober_probe_total{container="app",namespace="default",pod="gated",pod_uid="`+string(gated.UID)+`",probe_type="Readiness",result="successful"}`) {
 		t.Errorf("no successful readiness probe of the gated pod in /metrics")
 	}
 

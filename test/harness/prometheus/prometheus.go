@@ -56,12 +56,29 @@ type Target struct {
 	Labels map[string]string
 }
 
+// Scrape says how Prometheus reaches its targets: the scrape config's
+// scheme, authorization and tls_config.
+type Scrape struct {
+	// HTTPS scrapes over TLS.
+	HTTPS bool
+	// BearerTokenFile is sent as "Authorization: Bearer <contents>"
+	// (authorization.credentials_file; re-read at every scrape).
+	BearerTokenFile string
+	// CAFile verifies the targets' certificates, for ServerName; with
+	// neither it nor InsecureSkipVerify, the system's roots do.
+	CAFile, ServerName string
+	// InsecureSkipVerify accepts any certificate (a self-signed one).
+	InsecureSkipVerify bool
+}
+
 // Options configure Start. Only Targets is required.
 type Options struct {
 	// Binary defaults to "prometheus" on PATH, then /usr/bin/prometheus.
 	Binary string
 	// Targets are scraped at /metrics.
 	Targets []Target
+	// Scrape is how the targets are scraped; plain HTTP when zero.
+	Scrape Scrape
 	// Job is the scrape job's name; DefaultJob if empty.
 	Job string
 	// ScrapeInterval, also the rule evaluation interval; 1s if zero.
@@ -218,7 +235,21 @@ func config(o Options) string {
 			fmt.Fprintf(&b, "- %s\n", quote(f))
 		}
 	}
-	fmt.Fprintf(&b, "scrape_configs:\n- job_name: %s\n  honor_labels: true\n  metrics_path: /metrics\n  static_configs:\n", quote(o.Job))
+	fmt.Fprintf(&b, "scrape_configs:\n- job_name: %s\n  honor_labels: true\n  metrics_path: /metrics\n", quote(o.Job))
+	if sc := o.Scrape; sc.HTTPS {
+		b.WriteString("  scheme: https\n  tls_config:\n")
+		if sc.CAFile != "" {
+			fmt.Fprintf(&b, "    ca_file: %s\n", quote(sc.CAFile))
+		}
+		if sc.ServerName != "" {
+			fmt.Fprintf(&b, "    server_name: %s\n", quote(sc.ServerName))
+		}
+		fmt.Fprintf(&b, "    insecure_skip_verify: %v\n", sc.InsecureSkipVerify)
+	}
+	if o.Scrape.BearerTokenFile != "" {
+		fmt.Fprintf(&b, "  authorization:\n    type: Bearer\n    credentials_file: %s\n", quote(o.Scrape.BearerTokenFile))
+	}
+	b.WriteString("  static_configs:\n")
 	for _, t := range o.Targets {
 		fmt.Fprintf(&b, "  - targets: [%s]\n", quote(t.Addr))
 		if len(t.Labels) > 0 {

@@ -3,11 +3,14 @@
 //
 //	demo-node up   --run-dir .cache/demo [--image-dir .cache/images] [--metrics-port 9809] [--probed-arg=--flag=value ...]
 //	demo-node down --run-dir .cache/demo
-//	demo-node fetch URL    (prints the body, like curl -fsS)
+//	demo-node fetch URL [TOKEN_FILE]   (prints the body, like curl -fsS; https
+//	                                    accepts probed's self-signed certificate)
 //
 // up starts the node (test/harness/node, detached), imports every *.tar in
 // the image dir (the test images, probed's, and any the sample workloads
-// built), deploys probed from deploy/, and prints the kubeconfig path. If
+// built), deploys probed from deploy/, writes a token that may read
+// probed's /metrics and /debug/probes (RUN_DIR/probed-scraper.token, a
+// day long), and prints the kubeconfig path, probed's URL and the token file. If
 // anything fails, it stops what it started and keeps the logs in the run dir
 // (down removes it). down stops a node started by up and removes the run dir.
 package main
@@ -16,8 +19,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,16 +36,20 @@ func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
-	if len(os.Args) == 3 && os.Args[1] == "fetch" {
+	if (len(os.Args) == 3 || len(os.Args) == 4) && os.Args[1] == "fetch" {
 		// curl -fsS, for machines without curl.
-		if err := fetch(os.Args[2]); err != nil {
+		tokenFile := ""
+		if len(os.Args) == 4 {
+			tokenFile = os.Args[3]
+		}
+		if err := fetch(os.Args[2], tokenFile); err != nil {
 			fmt.Fprintf(os.Stderr, "demo-node fetch: %v\n", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: demo-node up|down --run-dir DIR [flags], or demo-node fetch URL")
+		fmt.Fprintln(os.Stderr, "usage: demo-node up|down --run-dir DIR [flags], or demo-node fetch URL [TOKEN_FILE]")
 		os.Exit(2)
 	}
 	cmd := os.Args[1]
@@ -120,7 +125,13 @@ func up(runDir, imageDir, image string, metricsPort int, timeout time.Duration, 
 		return err
 	}
 	logf("probed pod %s/%s is Ready", n.ProbedNamespace(), pod)
-	fmt.Printf("KUBECONFIG=%s\nPROBED_URL=%s\nPOD_SUBNET=%s\n", n.KubeconfigPath, n.ProbedMetricsURL(), n.PodSubnet)
+	// /metrics and /debug/probes need a token the API server authorizes:
+	// service account probed-harness-scraper, bound to deploy/'s roles.
+	tokenFile := filepath.Join(n.RunDir, "probed-scraper.token")
+	if err := n.WriteProbedToken(ctx, tokenFile, 24*time.Hour); err != nil {
+		return err
+	}
+	fmt.Printf("KUBECONFIG=%s\nPROBED_URL=%s\nPROBED_TOKEN_FILE=%s\nPOD_SUBNET=%s\n", n.KubeconfigPath, n.ProbedMetricsURL(), tokenFile, n.PodSubnet)
 	return nil
 }
 
@@ -144,16 +155,19 @@ func down(runDir string) error {
 	return nil
 }
 
-func fetch(url string) error {
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get(url)
+func fetch(url, tokenFile string) error {
+	token := ""
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return err
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	body, err := node.FetchProbed(context.Background(), url, token)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	_, err = io.Copy(os.Stdout, resp.Body)
+	_, err = os.Stdout.Write(body)
 	return err
 }

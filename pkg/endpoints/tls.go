@@ -1,0 +1,101 @@
+package endpoints
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// ServingCert says where the TLS serving certificate comes from.
+type ServingCert struct {
+	// CertFile and KeyFile are a PEM certificate (chain) and key, reloaded
+	// whenever either file changes. Both empty: a self-signed certificate
+	// made in memory at start.
+	CertFile, KeyFile string
+	// Hosts name the self-signed certificate: DNS names or IP addresses,
+	// the first its subject.
+	Hosts []string
+}
+
+func (c ServingCert) validate() error {
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return errors.New("a serving certificate needs both a certificate file and a key file")
+	}
+	if c.CertFile == "" && len(c.Hosts) == 0 {
+		return errors.New("a self-signed serving certificate needs at least one host name")
+	}
+	return nil
+}
+
+// servingTLS builds the server's TLS config with k8s.io/apiserver's dynamic
+// serving certificate controller, as kube-apiserver does. Its goroutines stop
+// with ctx; wg counts them.
+func servingTLS(ctx context.Context, c ServingCert, wg *sync.WaitGroup) (*tls.Config, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	var content dynamiccertificates.CertKeyContentProvider
+	if c.CertFile != "" {
+		// Checked here first: the library leaks its queue when the
+		// first load fails.
+		if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
+			return nil, fmt.Errorf("loading the serving certificate %s and key %s: %w", c.CertFile, c.KeyFile, err)
+		}
+		files, err := dynamiccertificates.NewDynamicServingContentFromFiles("probed-serving-cert", c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the serving certificate: %w", err)
+		}
+		content = files
+	} else {
+		cert, key, err := selfSigned(c.Hosts)
+		if err != nil {
+			return nil, fmt.Errorf("generating a self-signed serving certificate: %w", err)
+		}
+		if content, err = dynamiccertificates.NewStaticCertKeyContent("probed-self-signed", cert, key); err != nil {
+			return nil, err
+		}
+	}
+	// HTTP/1.1 only: a scrape needs no multiplexing, and HTTP/2 gives
+	// clients that have not authenticated yet more to abuse.
+	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	ctrl := dynamiccertificates.NewDynamicServingCertificateController(base, nil, content, nil, nil)
+	content.AddListener(ctrl)
+	if err := ctrl.RunOnce(); err != nil {
+		return nil, fmt.Errorf("serving certificate: %w", err)
+	}
+	if runner, ok := content.(dynamiccertificates.ControllerRunner); ok {
+		wg.Add(1)
+		go func() { defer wg.Done(); runner.Run(ctx, 1) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); ctrl.Run(1, ctx.Done()) }()
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		NextProtos:         base.NextProtos,
+		GetConfigForClient: ctrl.GetConfigForClient,
+	}, nil
+}
+
+// selfSigned makes a CA and a serving certificate it signs (client-go's
+// generator, as the kubelet and kube-apiserver use for theirs). Nothing is
+// written to disk; a restart makes a new one.
+func selfSigned(hosts []string) (cert, key []byte, err error) {
+	var ips []net.IP
+	var names []string
+	for _, h := range hosts[1:] {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			names = append(names, h)
+		}
+	}
+	return certutil.GenerateSelfSignedCertKeyWithOptions(certutil.SelfSignedCertKeyOptions{
+		Host: hosts[0], AlternateIPs: ips, AlternateDNS: names,
+	})
+}

@@ -20,6 +20,8 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
+      go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
+      go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       go test -run='^$' -fuzz='^FuzzHTTPResponse$' -fuzztime="$FUZZTIME" ./pkg/prober/ ;;
     integration)
       step "integration tier: real etcd + kube-apiserver + Prometheus, promtool"

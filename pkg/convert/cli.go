@@ -22,9 +22,9 @@ const (
 	ExitError = 2
 )
 
-// Command is the command line of `probed convert` (and of the kubectl
-// plugin's): it reads manifests from files or stdin, converts them all, and
-// only then writes, so an error leaves no partial output.
+// Command is the command line of `probed convert`: it reads manifests from
+// files or stdin, converts them all, and only then writes, so an error
+// leaves no partial output.
 type Command struct {
 	// Name is how usage and errors call the command, e.g. "probed convert".
 	Name   string

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/diff"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
@@ -286,6 +287,31 @@ func TestConvertedManifestsApply(t *testing.T) {
 		if tmpl.Annotations[probespec.AdoptedAnnotation] == "" {
 			t.Errorf("%s: no %s annotation", key, probespec.AdoptedAnnotation)
 		}
+		// What the webhook would make of a pod of the original: the same
+		// probespec.Adopt, on the template as the API server defaulted it.
+		// The spec and the record of what moved are the same; the
+		// annotation declares the same probes (checked above: the
+		// webhook's JSON also spells out the defaults).
+		webhook := origTmpl.DeepCopy()
+		if _, err := probespec.Adopt(&webhook.ObjectMeta, &webhook.Spec); err != nil {
+			t.Fatalf("%s: Adopt on the original: %v", key, err)
+		}
+		// A Pod's service account volume is named at random on each create.
+		if !equality.Semantic.DeepEqual(sameTokenVolume(tmpl.Spec), sameTokenVolume(webhook.Spec)) {
+			t.Errorf("%s: the converted spec differs from what the webhook makes of the original:\n%s", key, diff.Diff(webhook.Spec, tmpl.Spec))
+		}
+		if a, b := tmpl.Annotations[probespec.AdoptedAnnotation], webhook.Annotations[probespec.AdoptedAnnotation]; a != b {
+			t.Errorf("%s: %s is %q converted, %q from the webhook", key, probespec.AdoptedAnnotation, a, b)
+		}
+		fromWebhook, _ := probespec.DeclaredProbes(&v1.Pod{ObjectMeta: webhook.ObjectMeta, Spec: webhook.Spec}, probespec.ProbeSourceAnnotation)
+		if len(fromWebhook) != len(got) {
+			t.Errorf("%s: %d probes declared converted, %d from the webhook", key, len(got), len(fromWebhook))
+		}
+		for i := range min(len(got), len(fromWebhook)) {
+			if !equality.Semantic.DeepEqual(got[i].Probe, fromWebhook[i].Probe) {
+				t.Errorf("%s: probe %d is %+v converted, %+v from the webhook", key, i, got[i].Probe, fromWebhook[i].Probe)
+			}
+		}
 	}
 	if templates != 10 {
 		t.Errorf("%d pod templates checked, want 10", templates)
@@ -374,4 +400,26 @@ func podTemplate(t *testing.T, obj *unstructured.Unstructured) (v1.PodTemplateSp
 		t.Fatalf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
 	}
 	return tmpl, true
+}
+
+// sameTokenVolume is spec with its service account token volume
+// (kube-api-access-<random>) under one name.
+func sameTokenVolume(spec v1.PodSpec) v1.PodSpec {
+	spec = *spec.DeepCopy()
+	const prefix = "kube-api-access-"
+	for i := range spec.Volumes {
+		if strings.HasPrefix(spec.Volumes[i].Name, prefix) {
+			spec.Volumes[i].Name = prefix
+		}
+	}
+	for _, cs := range [][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for j := range cs[i].VolumeMounts {
+				if strings.HasPrefix(cs[i].VolumeMounts[j].Name, prefix) {
+					cs[i].VolumeMounts[j].Name = prefix
+				}
+			}
+		}
+	}
+	return spec
 }

@@ -24,7 +24,10 @@ var kubeletProbeLabels = []string{"container", "namespace", "pod", "pod_uid", "p
 // --probe-source=spec --dry-run runs an ordinary pod's spec probes (no
 // annotation, no gate) and counts them in prober_probe_total with the
 // kubelet's labels, and writes nothing: no status, no events, and a
-// liveness probe failing past its threshold kills nothing.
+// liveness probe failing past its threshold kills nothing. Like the
+// kubelet, it then holds that probe until a new container instance appears
+// (beside a real kubelet, the kubelet's own restart brings one), so the two
+// counts stay comparable.
 func TestShadowModeWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -39,7 +42,7 @@ func TestShadowModeWritesNothing(t *testing.T) {
 		Spec: v1.PodSpec{NodeName: e.node, Containers: []v1.Container{{
 			Name: "app", Image: "busybox",
 			StartupProbe:   &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(int32(tcpPort))}}, PeriodSeconds: 1},
-			LivenessProbe:  &v1.Probe{ProbeHandler: httpGet("/healthz"), PeriodSeconds: 1, FailureThreshold: 1},
+			LivenessProbe:  &v1.Probe{ProbeHandler: httpGet("/healthz"), PeriodSeconds: 1, FailureThreshold: 3},
 			ReadinessProbe: &v1.Probe{ProbeHandler: httpGet("/ready"), PeriodSeconds: 1},
 		}}},
 	}
@@ -62,10 +65,20 @@ func TestShadowModeWritesNothing(t *testing.T) {
 		}
 		return v
 	}
-	eventually(t, "liveness failing past its threshold, many times", 30*time.Second, func() bool {
-		l := p.metricLines(series("Liveness", "failed"))
-		return len(l) == 1 && value(l[0]) >= 5
+	livenessState := func() string {
+		for _, d := range p.debugProbes() {
+			if d.PodName == "shadow" && d.ProbeType == "Liveness" {
+				return d.State
+			}
+		}
+		return ""
+	}
+	eventually(t, "liveness failing up to its threshold and held", 30*time.Second, func() bool {
+		return livenessState() == "on-hold"
 	})
+	if l := p.metricLines(series("Liveness", "failed")); len(l) != 1 || value(l[0]) != 3 {
+		t.Errorf("liveness failures counted: %q, want 3 (the threshold)", l)
+	}
 	for _, s := range []string{series("Startup", "successful"), series("Readiness", "failed")} {
 		if len(p.metricLines(s)) != 1 {
 			t.Errorf("no %s", s)
@@ -92,9 +105,16 @@ func TestShadowModeWritesNothing(t *testing.T) {
 	if evs := e.events(pod.UID); len(evs) != 0 {
 		t.Errorf("shadow mode emitted %d events, first %s: %q", len(evs), evs[0].Reason, evs[0].Message)
 	}
-	for _, line := range p.metricLines("probed_container_kills_total{") {
+	kills := p.metricLines("probed_container_kills_total{")
+	if len(kills) == 0 {
+		t.Error("no probed_container_kills_total series")
+	}
+	for _, line := range kills {
 		if value(line) != 0 {
 			t.Errorf("shadow mode tried to kill: %s", line)
 		}
+	}
+	if l := p.metricLines(series("Liveness", "failed")); len(l) != 1 || value(l[0]) != 3 || livenessState() != "on-hold" {
+		t.Errorf("the held liveness probe ran again: %q, state %q", l, livenessState())
 	}
 }

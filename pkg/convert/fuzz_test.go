@@ -58,7 +58,8 @@ const (
 
 // FuzzConvert: any valid pod spec, in any workload kind and any common
 // layout, between two other documents, converts into a valid manifest whose
-// template has the same containers, no spec probes, an annotation declaring
+// template has the same containers, the spec probespec.Adopt (the webhook)
+// makes of it, no spec probes, an annotation declaring
 // exactly the probes the spec declared, and the gate when a probe gates;
 // the other documents are byte for byte the same; converting twice is a
 // no-op.
@@ -103,6 +104,17 @@ func FuzzConvert(f *testing.F) {
 		got := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 		if a, b := containerNames(pod), containerNames(got); !equality.Semantic.DeepEqual(a, b) {
 			t.Fatalf("containers %v became %v", a, b)
+		}
+		// The webhook's result: probespec.Adopt on the same pod.
+		webhook := pod.DeepCopy()
+		if _, err := probespec.Adopt(&webhook.ObjectMeta, &webhook.Spec); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(got.Spec, webhook.Spec) {
+			t.Fatalf("the converted spec differs from Adopt's:\n%s", out)
+		}
+		if a, b := got.Annotations[probespec.AdoptedAnnotation], webhook.Annotations[probespec.AdoptedAnnotation]; a != b {
+			t.Fatalf("%s: %q converted, %q from Adopt", probespec.AdoptedAnnotation, a, b)
 		}
 		if left, _ := probespec.DeclaredProbes(got, probespec.ProbeSourceSpec); len(left) != 0 {
 			t.Fatalf("%d spec probes left:\n%s", len(left), out)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	promh "github.com/probed-dev/probed/test/harness/prometheus"
@@ -34,7 +36,7 @@ import (
 //  2. A second probed runs beside the kubelet as the guide's shadow
 //     DaemonSet does: --probe-source=spec --dry-run.
 //  3. A real Prometheus scrapes it, the DaemonSet's probed, and the
-//     kubelet's own /metrics/probes (through the API server's node proxy,
+//     kubelet's own /metrics/probes (read straight from the kubelet,
 //     labelled job="kubelet", metrics_path="/metrics/probes" as kube-
 //     prometheus does). The dashboard's shadow panels show the same success
 //     ratio from both for every probe of the app container, and the
@@ -127,10 +129,20 @@ func TestShadowModeBesideKubelet(t *testing.T) {
 	if err := nd.WriteProbedToken(ctx, tokenFile, 30*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	// The stand-in reads the kubelet's /metrics/probes straight from it,
+	// with the admin's client certificate: the API server's node proxy
+	// refuses a node whose address is loopback.
+	kubeletURL, kubeletClient := kubeletProbesEndpoint(ctx, t)
 	kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nd.Name, "proxy", "metrics", "probes").DoRaw(r.Context())
+		resp, err := kubeletClient.Get(kubeletURL)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			http.Error(w, fmt.Sprintf("%s: %d %v", kubeletURL, resp.StatusCode, err), http.StatusBadGateway)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -188,13 +200,20 @@ func TestShadowModeBesideKubelet(t *testing.T) {
 			delete(s.Metric, "job")
 			delete(s.Metric, "instance")
 			delete(s.Metric, "metrics_path")
+			s.Value = 0 // the label set only: the two count at different moments
 			out[s.String()] = true
 		}
 		return out
 	}
+	var fromProbed, fromKubelet map[string]bool
+	defer func() {
+		if t.Failed() {
+			t.Logf("series from probed: %v\nfrom the kubelet: %v", fromProbed, fromKubelet)
+		}
+	}()
 	eventuallyProm("the same series from probed and the kubelet", func() bool {
-		p, k := series(`job="probed", result="successful"`), series(`job="kubelet", result="successful"`)
-		return len(p) >= 3 && fmt.Sprint(p) == fmt.Sprint(k)
+		fromProbed, fromKubelet = series(`job="probed", result="successful"`), series(`job="kubelet", result="successful"`)
+		return len(fromProbed) >= 3 && fmt.Sprint(fromProbed) == fmt.Sprint(fromKubelet)
 	})
 	// The node-local probe is a disagreement: the kubelet reaches
 	// 127.0.0.1; probed refuses it as InvalidProbe and does not run it, so it
@@ -296,6 +315,26 @@ func shadowQueries(t *testing.T, ns string) map[string]string {
 		t.Fatalf("%d shadow queries in the dashboard", len(out))
 	}
 	return out
+}
+
+// kubeletProbesEndpoint is the URL of the node's kubelet's /metrics/probes
+// and a client the kubelet accepts (the admin's client certificate; the
+// kubelet's serving certificate is self-signed).
+func kubeletProbesEndpoint(ctx context.Context, t *testing.T) (string, *http.Client) {
+	t.Helper()
+	node, err := client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := rest.TLSConfigFor(nd.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg.InsecureSkipVerify = true
+	tr := &http.Transport{TLSClientConfig: tlsCfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return fmt.Sprintf("https://127.0.0.1:%d/metrics/probes", node.Status.DaemonEndpoints.KubeletEndpoint.Port),
+		&http.Client{Timeout: 10 * time.Second, Transport: tr}
 }
 
 // waitPod polls the pod "web" of ns until ok holds.

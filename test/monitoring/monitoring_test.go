@@ -537,6 +537,12 @@ func TestDashboardShadowPanels(t *testing.T) {
 	}
 	readsKubelet := map[string]bool{}
 	for _, q := range shadow {
+		// A probe that stopped running (a startup probe once it succeeded)
+		// has a rate of 0: an unguarded ratio is 0/0 = NaN, and NaN != 0
+		// would list it as a disagreement.
+		if d, g := strings.Count(q.Expr, " / "), strings.Count(q.Expr, " / (sum by (namespace, pod, container, probe_type) (rate(prober_probe_total{"); d != g || d != strings.Count(q.Expr, "[$__rate_interval])) > 0)") {
+			t.Errorf("%s/%s: a ratio whose denominator is not kept above 0 (NaN for a probe that stopped): %s", q.Panel, q.RefID, q.Expr)
+		}
 		readsKubelet[q.Panel] = readsKubelet[q.Panel] || strings.Contains(q.Expr, kubeletSel)
 		for _, m := range grouping.FindAllStringSubmatch(q.Expr, -1) {
 			for _, l := range strings.Split(m[1], ",") {

@@ -20,6 +20,8 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
+      go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
+      go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       # A count, not a duration: its inputs can each take a probe's timeout
       # against real servers, and one still in flight when a duration ends
       # fails the run with "context deadline exceeded" on a loaded machine.

@@ -1,6 +1,9 @@
 // Command probed is a node-side Kubernetes probing daemon: it runs the
 // liveness, readiness and startup probes declared on its node's pods and
 // writes their results back to the API server.
+//
+//	probed --node-name=… [flags]   the daemon
+//	probed convert [flags] [file…] hand manifests' spec probes to probed
 package main
 
 import (
@@ -17,11 +20,18 @@ import (
 )
 
 func main() {
+	if isSubcommand(os.Args[1:]) {
+		os.Exit(runSubcommand(os.Args[1], os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	o := &options{}
 	fs := flag.NewFlagSet("probed", flag.ExitOnError)
 	logging := addLoggingFlags(fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: probed [flags]          (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println(version.String("probed"))

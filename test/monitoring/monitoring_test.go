@@ -468,16 +468,99 @@ func TestDashboardStructure(t *testing.T) {
 // grafanaDurations stand in for Grafana's interval variables in offline checks.
 var grafanaDurations = map[string]string{"__rate_interval": "1m", "__interval": "15s", "__range": "1h"}
 
-// allValues gives each template variable its "All" value.
+// allValues gives each template variable its "All" value (a text box its
+// default).
 func allValues(d *Dashboard) map[string]string {
 	vars := map[string]string{}
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v.AllValue
-		if v.Type == "datasource" {
+		switch v.Type {
+		case "datasource":
 			vars[v.Name] = "prometheus"
+		case "textbox":
+			var def string
+			_ = json.Unmarshal(v.Query, &def)
+			vars[v.Name] = def
 		}
 	}
 	return vars
+}
+
+// kubeletProbeLabels are the labels of the kubelet's prober_probe_total
+// (pkg/kubelet/metrics), the only ones the two scrapes share: node, job,
+// instance and metrics_path differ between them.
+var kubeletProbeLabels = map[string]bool{"probe_type": true, "result": true, "container": true, "pod": true, "namespace": true, "pod_uid": true}
+
+var grouping = regexp.MustCompile(`\b(?:by|on|without|ignoring)\s*\(([^)]*)\)`)
+
+// The shadow-mode panels (docs/migration.md) line up the kubelet's
+// prober_probe_total, from the scrape named by the kubelet_job text box,
+// against probed's for the same pod, container and probe type: success
+// ratios side by side, and the disagreements. Every grouping and join is on
+// labels both series have.
+func TestDashboardShadowPanels(t *testing.T) {
+	d, _, err := LoadDashboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kubeletJob *Variable
+	for i, v := range d.Templating.List {
+		if v.Name == "kubelet_job" {
+			kubeletJob = &d.Templating.List[i]
+		}
+	}
+	var def string
+	if kubeletJob == nil || kubeletJob.Type != "textbox" || json.Unmarshal(kubeletJob.Query, &def) != nil || def != "kubelet" {
+		t.Fatalf("no kubelet_job text box defaulting to kubelet: %+v", kubeletJob)
+	}
+	kubeletSel := `prober_probe_total{job=~"$kubelet_job", metrics_path=~"/metrics/probes|"`
+	var shadow []Query
+	for _, q := range d.Queries() {
+		if strings.HasPrefix(q.Panel, "Shadow") {
+			shadow = append(shadow, q)
+		}
+	}
+	want := map[string]string{
+		"probed's success ratio per probe":                                     `^sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"[^}]*result="successful"`,
+		"the kubelet's success ratio per probe, for the probes probed shadows": `^\(sum by \(namespace, pod, container, probe_type\) \(rate\(` + regexp.QuoteMeta(kubeletSel) + `.*\) and on \(namespace, pod, container, probe_type\) sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"`,
+		"their difference where they disagree":                                 `\) - on \(namespace, pod, container, probe_type\) \(.*` + regexp.QuoteMeta(kubeletSel) + `.*\) != 0$`,
+		"probes only probed runs":                                              `^count by \(namespace, pod, container, probe_type\) \(prober_probe_total\{job="probed".* unless on \(namespace, pod, container, probe_type\) count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel),
+		"probes only the kubelet runs":                                         `^\(count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel) + `.* unless on `,
+	}
+	for what, re := range want {
+		found := false
+		for _, q := range shadow {
+			found = found || regexp.MustCompile(re).MatchString(q.Expr)
+		}
+		if !found {
+			t.Errorf("no shadow panel query shows %s (matching %s)", what, re)
+		}
+	}
+	readsKubelet := map[string]bool{}
+	for _, q := range shadow {
+		// A probe that stopped running (a startup probe once it succeeded)
+		// has a rate of 0: an unguarded ratio is 0/0 = NaN, and NaN != 0
+		// would list it as a disagreement.
+		if d, g := strings.Count(q.Expr, " / "), strings.Count(q.Expr, " / (sum by (namespace, pod, container, probe_type) (rate(prober_probe_total{"); d != g || d != strings.Count(q.Expr, "[$__rate_interval])) > 0)") {
+			t.Errorf("%s/%s: a ratio whose denominator is not kept above 0 (NaN for a probe that stopped): %s", q.Panel, q.RefID, q.Expr)
+		}
+		readsKubelet[q.Panel] = readsKubelet[q.Panel] || strings.Contains(q.Expr, kubeletSel)
+		for _, m := range grouping.FindAllStringSubmatch(q.Expr, -1) {
+			for _, l := range strings.Split(m[1], ",") {
+				if l = strings.TrimSpace(l); !kubeletProbeLabels[l] {
+					t.Errorf("%s/%s groups or joins on %q, which the kubelet's prober_probe_total does not have: %s", q.Panel, q.RefID, l, m[0])
+				}
+			}
+		}
+	}
+	for panel, ok := range readsKubelet {
+		if !ok {
+			t.Errorf("panel %q does not read the kubelet's series (%s…)", panel, kubeletSel)
+		}
+	}
+	if len(shadow) < 5 {
+		t.Errorf("%d shadow panel queries, want at least 5", len(shadow))
+	}
 }
 
 // Every dashboard query and variable query is valid PromQL: promtool parses

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/probed-dev/probed/pkg/convert"
+)
+
+// isSubcommand reports whether probed's first argument names a subcommand
+// rather than starting the daemon's flags.
+func isSubcommand(args []string) bool {
+	return len(args) > 0 && !strings.HasPrefix(args[0], "-")
+}
+
+// runSubcommand runs one of probed's tools and returns its exit code.
+// Without a subcommand, probed is the daemon (see main).
+func runSubcommand(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	switch name {
+	case "convert":
+		return convert.Command{Name: "probed convert", Stdin: stdin, Stdout: stdout, Stderr: stderr}.Run(args)
+	}
+	fmt.Fprintf(stderr, "probed: unknown command %q; the commands are: convert (or run the daemon with flags: probed --help)\n", name)
+	return 2
+}

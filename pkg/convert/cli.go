@@ -1,0 +1,223 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Exit codes of Command.Run.
+const (
+	ExitOK = 0
+	// ExitChanged: with --check, something would change.
+	ExitChanged = 1
+	// ExitError: bad usage, an unreadable file or a document that could
+	// not be converted. Nothing was written.
+	ExitError = 2
+)
+
+// Command is the command line of `probed convert`: it reads manifests from
+// files or stdin, converts them all, and only then writes, so an error
+// leaves no partial output.
+type Command struct {
+	// Name is how usage and errors call the command, e.g. "probed convert".
+	Name   string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+type input struct {
+	name string
+	src  []byte
+	res  Result
+	mode os.FileMode
+}
+
+// Run runs the command with its arguments and returns the exit code.
+func (c Command) Run(args []string) int {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	check := fs.Bool("check", false, "write nothing; list on stderr what would change and exit 1 if anything would (for CI)")
+	var write bool
+	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
+	fs.BoolVar(&write, "write", false, "same as -w")
+	verbose := fs.Bool("v", false, "report every pod template on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [file...]
+
+Moves the livenessProbe, readinessProbe and startupProbe of every pod template
+(Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
+ReplicationController, PodTemplate, and the items of a List) into the
+probed.io/probes annotation and adds the probed.io/ready readiness gate, as
+the adoption webhook does. Everything else in the YAML is left as it was.
+Reads stdin when no file is named (or the file is "-"), writes stdout.
+
+  %[1]s < deploy.yaml > deploy.probed.yaml
+
+Flags:
+`, c.Name)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitError
+	}
+	files := fs.Args()
+	if write && (len(files) == 0 || slices.Contains(files, "-")) {
+		fmt.Fprintf(c.Stderr, "%s: -w needs file names (it cannot write back to stdin)\n", c.Name)
+		return ExitError
+	}
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+
+	inputs, failed := c.convertAll(files)
+	if failed {
+		return ExitError
+	}
+	changed := false
+	for _, in := range inputs {
+		for _, o := range in.res.Objects {
+			changed = changed || o.Changed()
+			if *verbose || (*check && o.Changed()) {
+				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
+			}
+		}
+		for _, d := range in.res.Reemitted {
+			fmt.Fprintf(c.Stderr, "%s: document %d is in flow style (JSON or {…}): it was written out anew, with its comments and key order but not its layout\n", in.name, d)
+		}
+	}
+	switch {
+	case *check:
+		if changed {
+			return ExitChanged
+		}
+		return ExitOK
+	case write:
+		for _, in := range inputs {
+			if !bytes.Equal(in.src, in.res.Output) {
+				if err := writeFile(in.name, in.res.Output, in.mode); err != nil {
+					fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
+					return ExitError
+				}
+			}
+		}
+		return ExitOK
+	}
+	var out bytes.Buffer
+	for _, in := range inputs {
+		if out.Len() > 0 {
+			if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+				out.WriteString("\n")
+			}
+			if first, _, _ := bytes.Cut(in.res.Output, []byte("\n")); !isMarker(append(first, '\n')) {
+				out.WriteString("---\n")
+			}
+		}
+		out.Write(in.res.Output)
+	}
+	if _, err := c.Stdout.Write(out.Bytes()); err != nil {
+		fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+// convertAll reads and converts every input, reporting every error.
+func (c Command) convertAll(files []string) ([]input, bool) {
+	var inputs []input
+	failed := false
+	for _, f := range files {
+		in := input{name: f}
+		var err error
+		if f == "-" {
+			in.name = "stdin"
+			in.src, err = io.ReadAll(c.Stdin)
+		} else {
+			var st os.FileInfo
+			if st, err = os.Stat(f); err == nil {
+				in.mode = st.Mode().Perm()
+				in.src, err = os.ReadFile(f)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
+			failed = true
+			continue
+		}
+		if in.res, err = Convert(in.src); err != nil {
+			for _, e := range unjoin(err) {
+				fmt.Fprintf(c.Stderr, "%s: %s: %v\n", c.Name, in.name, e)
+			}
+			failed = true
+			continue
+		}
+		inputs = append(inputs, in)
+	}
+	return inputs, failed
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// describe says in one line what converting a template did (or would do).
+func describe(o Object, would bool) string {
+	where := fmt.Sprintf("document %d, %s (%s)", o.Document, o.Object, o.Template)
+	if o.Skipped != "" {
+		return where + ": left alone: " + o.Skipped
+	}
+	if !o.Changed() {
+		return where + ": nothing to do"
+	}
+	verb := func(s string) string {
+		if would {
+			return "would " + s
+		}
+		return s
+	}
+	var parts []string
+	if len(o.Adoption.Moved) > 0 {
+		parts = append(parts, verb("move")+" "+strings.Join(o.Adoption.Moved, ", ")+" into the annotation")
+	}
+	if len(o.Adoption.Kept) > 0 {
+		parts = append(parts, verb("drop")+" "+strings.Join(o.Adoption.Kept, ", ")+" (the annotation's entries win)")
+	}
+	if o.Adoption.GateAdded {
+		parts = append(parts, verb("add")+" the readiness gate")
+	}
+	return where + ": " + strings.Join(parts, "; ")
+}
+
+// writeFile replaces name by a file with data, through a rename.
+func writeFile(name string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".probed-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}

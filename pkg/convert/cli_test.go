@@ -1,0 +1,120 @@
+package convert
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCommand(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Command{Name: "probed convert", Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}.Run(args)
+	return code, out.String(), errb.String()
+}
+
+func readTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// stdin to stdout; --check exits 1 while something would change and 0 on
+// converted manifests, and writes nothing to stdout.
+func TestCommandStdinAndCheck(t *testing.T) {
+	in, want := readTestdata(t, "comments.in.yaml"), readTestdata(t, "comments.out.yaml")
+	code, out, errs := runCommand(t, in)
+	if code != ExitOK || out != want || errs != "" {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
+	}
+	code, out, errs = runCommand(t, in, "--check")
+	if code != ExitChanged || out != "" || !strings.Contains(errs, "stdin: document 2, Deployment shop/web (spec.template): would move app/livenessProbe, app/readinessProbe, side/readinessProbe into the annotation; would add the readiness gate") {
+		t.Errorf("--check on unconverted input: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCommand(t, want, "--check")
+	if code != ExitOK || out != "" || errs != "" {
+		t.Errorf("--check on converted input: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"), "-v")
+	if code != ExitOK || !strings.Contains(errs, `Deployment keep (spec.template): left alone: opted out (probed.io/inject: "false")`) ||
+		!strings.Contains(errs, "Deployment plain (spec.template): nothing to do") {
+		t.Errorf("-v: exit %d, stderr %q", code, errs)
+	}
+}
+
+// An error names the input, the document and the object; nothing is
+// written to stdout; the exit code is 2.
+func TestCommandError(t *testing.T) {
+	in := readTestdata(t, "kinds.in.yaml") + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  template:\n    metadata:\n      annotations:\n        probed.io/probes: '{'\n    spec:\n      containers: [{name: app}]\n"
+	code, out, errs := runCommand(t, in)
+	if code != ExitError || out != "" {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	if !strings.HasPrefix(errs, "probed convert: stdin: document 9 (line 132), Deployment shop/web (spec.template): annotation \"probed.io/probes\": ") {
+		t.Errorf("stderr %q", errs)
+	}
+}
+
+// Named files: converted in order to stdout, separated; with -w, written
+// back in place (mode kept), unchanged files untouched; when one file
+// fails, no file is written.
+func TestCommandFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, b, bad := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml"), filepath.Join(dir, "bad.yaml")
+	write := func(p, s string, mode os.FileMode) {
+		if err := os.WriteFile(p, []byte(s), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crlfIn := readTestdata(t, "crlf.in.yaml")
+	write(a, crlfIn, 0o640)
+	write(b, readTestdata(t, "left-alone.in.yaml"), 0o644)
+	write(bad, "kind: [\n", 0o644)
+
+	code, out, errs := runCommand(t, "", a, b)
+	want := readTestdata(t, "crlf.out.yaml") + "---\n" + readTestdata(t, "left-alone.in.yaml")
+	if code != ExitOK || out != want {
+		t.Errorf("exit %d, stderr %q, stdout:\n%q\nwant\n%q", code, errs, out, want)
+	}
+
+	code, out, errs = runCommand(t, "", "-w", a, b, bad)
+	if code != ExitError || out != "" || !strings.Contains(errs, bad+": document 1 (line 1): yaml:") {
+		t.Errorf("-w with a bad file: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if got, _ := os.ReadFile(a); string(got) != crlfIn {
+		t.Error("a file was written although another one failed")
+	}
+
+	stB, _ := os.Stat(b)
+	code, out, errs = runCommand(t, "", "-w", a, b)
+	if code != ExitOK || out != "" || errs != "" {
+		t.Errorf("-w: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if got, _ := os.ReadFile(a); string(got) != readTestdata(t, "crlf.out.yaml") {
+		t.Errorf("-w wrote %q", got)
+	}
+	if st, _ := os.Stat(a); st.Mode().Perm() != 0o640 {
+		t.Errorf("-w changed the mode to %v", st.Mode())
+	}
+	if st, _ := os.Stat(b); !st.ModTime().Equal(stB.ModTime()) {
+		t.Error("-w rewrote a file with nothing to change")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*probed-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	if code, _, errs := runCommand(t, "", "-w"); code != ExitError || !strings.Contains(errs, "-w needs file names") {
+		t.Errorf("-w without files: exit %d, stderr %q", code, errs)
+	}
+	if code, _, _ := runCommand(t, "", "--bogus"); code != ExitError {
+		t.Errorf("unknown flag: exit %d", code)
+	}
+	if code, _, errs := runCommand(t, "", "--help"); code != ExitOK || !strings.Contains(errs, "probed convert < deploy.yaml") {
+		t.Errorf("--help: exit %d, stderr %q", code, errs)
+	}
+}

@@ -1,0 +1,220 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/probed-dev/probed/pkg/probespec"
+)
+
+// Object is one pod template Convert looked at.
+type Object struct {
+	// Document is the document's 1-based position in the stream.
+	Document int
+	// Object names it, e.g. "Deployment shop/web".
+	Object string
+	// Template is the template's field, e.g. "spec.template".
+	Template string
+	// Adoption is what probespec.Adopt did.
+	Adoption probespec.Adoption
+	// Skipped says why the template was left alone, if it was.
+	Skipped string
+}
+
+// Changed reports whether the template was changed.
+func (o Object) Changed() bool { return o.Skipped == "" && o.Adoption.Changed() }
+
+// Result is a converted stream.
+type Result struct {
+	Output []byte
+	// Objects are the pod templates, in the stream's order.
+	Objects []Object
+	// Reemitted lists the documents (1-based) that were encoded anew
+	// instead of edited in place: their templates are in flow style.
+	Reemitted []int
+}
+
+// Changed reports whether any template was changed.
+func (r Result) Changed() bool {
+	for _, o := range r.Objects {
+		if o.Changed() {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is a document Convert could not convert.
+type Error struct {
+	// Document is the 1-based position in the stream; Line is the
+	// stream's line where the document starts.
+	Document, Line int
+	// Object and Template name the object, when the document has one.
+	Object, Template string
+	Err              error
+}
+
+func (e *Error) Error() string {
+	where := fmt.Sprintf("document %d (line %d)", e.Document, e.Line)
+	if e.Object != "" {
+		where += ", " + e.Object + " (" + e.Template + ")"
+	}
+	return where + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Convert moves the spec probes of every pod template in a YAML stream into
+// the probed.io/probes annotation and adds the readiness gate (see the
+// package doc). On an error there is no output; the error is an *Error, or
+// errors.Join of them when several documents fail.
+func Convert(src []byte) (Result, error) {
+	var res Result
+	var out bytes.Buffer
+	var errs []error
+	for _, seg := range splitStream(src) {
+		converted, objs, reemitted, err := convertSegment(seg)
+		res.Objects = append(res.Objects, objs...)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if reemitted {
+			res.Reemitted = append(res.Reemitted, seg.index)
+		}
+		out.Write(converted)
+	}
+	if len(errs) > 0 {
+		return Result{}, errors.Join(errs...)
+	}
+	res.Output = out.Bytes()
+	return res, nil
+}
+
+func convertSegment(seg segment) ([]byte, []Object, bool, error) {
+	fail := func(t *template, err error) error {
+		e := &Error{Document: seg.index, Line: seg.line, Err: err}
+		if t != nil {
+			e.Object, e.Template = t.object, t.field()
+		}
+		return e
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(seg.src))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err == io.EOF {
+		return seg.src, nil, false, nil
+	} else if err != nil {
+		return nil, nil, false, fail(nil, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		if err == nil {
+			err = errors.New(`a second document follows "..." without a "---" line`)
+		}
+		return nil, nil, false, fail(nil, err)
+	}
+	if len(doc.Content) == 0 {
+		return seg.src, nil, false, nil
+	}
+	root := doc.Content[0]
+	var changes []*change
+	var objs []Object
+	for _, t := range findTemplates(root) {
+		c, err := planTemplate(t)
+		if err != nil {
+			return nil, nil, false, fail(&t, err)
+		}
+		objs = append(objs, Object{Document: seg.index, Object: t.object, Template: t.field(), Adoption: c.adoption, Skipped: c.skipped})
+		if c.skipped != "" || c.empty() {
+			continue
+		}
+		if a := anchored(t); a != "" {
+			return nil, nil, false, fail(&t, fmt.Errorf("the pod template uses the YAML anchor or alias %q; expand it before converting", a))
+		}
+		changes = append(changes, c)
+	}
+	if len(changes) == 0 {
+		return seg.src, objs, false, nil
+	}
+	if flow(root) {
+		// JSON (or a flow mapping) is written back as JSON: no layout.
+		for _, c := range changes {
+			for i := range c.annotations {
+				c.annotations[i].value = c.annotations[i].compact
+			}
+		}
+	}
+	orig, err := decodeGeneric(seg.src)
+	if err != nil {
+		return nil, nil, false, fail(nil, err)
+	}
+	want, err := expected(orig, changes)
+	if err != nil {
+		return nil, nil, false, fail(nil, err)
+	}
+	// Edit a text whose last line is ended, and give the ending back.
+	src, unended := seg.src, !bytes.HasSuffix(seg.src, []byte("\n"))
+	if unended {
+		src = append(append([]byte(nil), src...), newLayout(src).nl...)
+	}
+	trim := func(out []byte) []byte {
+		if unended {
+			return bytes.TrimSuffix(bytes.TrimSuffix(out, []byte("\n")), []byte("\r"))
+		}
+		return out
+	}
+	e := newTextEditor(src, &doc)
+	var editErr error
+	for _, c := range changes {
+		if editErr = e.change(c); editErr != nil {
+			break
+		}
+	}
+	if editErr == nil {
+		if out, err := e.apply(); err == nil && check(out, want) == nil {
+			return trim(out), objs, false, nil
+		}
+	}
+	// A layout the editor got wrong: encode a fresh tree anew.
+	out, err := reemit(seg.src, changes, e.style)
+	if err == nil {
+		err = check(out, want)
+	}
+	if err != nil {
+		return nil, nil, false, fail(nil, fmt.Errorf("internal error: %w", err))
+	}
+	return trim(out), objs, true, nil
+}
+
+// anchored names an anchor or alias in a template or on its way from the
+// root: editing it in place would change other parts of the document too.
+func anchored(t template) string {
+	for _, n := range t.chain {
+		if n.Anchor != "" {
+			return "&" + n.Anchor
+		}
+	}
+	var walk func(n *yaml.Node) string
+	walk = func(n *yaml.Node) string {
+		switch {
+		case n.Anchor != "":
+			return "&" + n.Anchor
+		case n.Kind == yaml.AliasNode:
+			return "*" + n.Value
+		case n.Kind == yaml.ScalarNode && n.Value == "<<" && n.Tag == "!!merge":
+			return "<<"
+		}
+		for _, c := range n.Content {
+			if s := walk(c); s != "" {
+				return s
+			}
+		}
+		return ""
+	}
+	return strings.TrimSpace(walk(t.node))
+}

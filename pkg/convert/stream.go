@@ -1,0 +1,50 @@
+package convert
+
+import "bytes"
+
+// segment is one document of a YAML stream as it was written: from its
+// "---" line (if it has one) to the next "---" line. Concatenating the
+// segments gives the stream back.
+type segment struct {
+	// index is the document's 1-based position in the stream.
+	index int
+	// line is the 1-based line of the stream where the segment starts.
+	line int
+	src  []byte
+}
+
+// splitStream cuts a YAML stream before every document-start marker. A line
+// that starts with "---" followed by a space, a tab or the line's end is a
+// marker wherever it appears: YAML forbids one inside a document's content,
+// block scalars included, so no parse is needed to find them.
+func splitStream(src []byte) []segment {
+	var out []segment
+	start, startLine, line := 0, 1, 1
+	for off := 0; off < len(src); line++ {
+		end := bytes.IndexByte(src[off:], '\n')
+		next := len(src)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		if off > start && isMarker(src[off:next]) {
+			out = append(out, segment{index: len(out) + 1, line: startLine, src: src[start:off]})
+			start, startLine = off, line
+		}
+		off = next
+	}
+	return append(out, segment{index: len(out) + 1, line: startLine, src: src[start:]})
+}
+
+func isMarker(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	if len(line) == 3 {
+		return true
+	}
+	switch line[3] {
+	case ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}

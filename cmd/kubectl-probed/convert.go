@@ -1,23 +1,20 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/probed-dev/probed/pkg/convert"
 )
 
 // convertFunc runs `probed convert` with its arguments and returns its exit
 // code.
 type convertFunc func(args []string, in io.Reader, out, errOut io.Writer) int
 
-// probedConvert is what main runs. TODO(issue 14): point it at pkg/convert
-// once that is merged:
-//
-//	convert.Command{Name: "kubectl probed convert", Stdin: in, Stdout: out, Stderr: errOut}.Run(args)
+// probedConvert is what main runs: probed convert's own code.
 func probedConvert(args []string, in io.Reader, out, errOut io.Writer) int {
-	fmt.Fprintln(errOut, "kubectl probed convert: not in this build yet (it runs the same code as `probed convert`, which this branch does not have); use `probed convert` meanwhile")
-	return 2
+	return convert.Command{Name: "kubectl probed convert", Stdin: in, Stdout: out, Stderr: errOut}.Run(args)
 }
 
 func newConvert(o *options) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/probed-dev/probed/pkg/convert"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
@@ -65,5 +66,20 @@ func TestConvertPassesArgs(t *testing.T) {
 	code, _, _ := runWith(t, convert, "convert", "--check", "-v", "a.yaml", "--kubeconfig", "x")
 	if code != 1 || strings.Join(got, " ") != "--check -v a.yaml --kubeconfig x" {
 		t.Errorf("convert: code %d, args %q", code, got)
+	}
+}
+
+// kubectl probed convert is probed convert: the same output for the same
+// manifests.
+func TestConvertIsProbedConvert(t *testing.T) {
+	const in = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    image: x\n    readinessProbe:\n      exec:\n        command: [\"true\"]\n"
+	var got, gotErr, want, wantErr strings.Builder
+	code := probedConvert(nil, strings.NewReader(in), &got, &gotErr)
+	wantCode := convert.Command{Name: "probed convert", Stdin: strings.NewReader(in), Stdout: &want, Stderr: &wantErr}.Run(nil)
+	if code != 0 || wantCode != 0 || got.String() != want.String() {
+		t.Fatalf("kubectl probed convert: %d %q %q; probed convert: %d %q", code, got.String(), gotErr.String(), wantCode, want.String())
+	}
+	if !strings.Contains(got.String(), "probed.io/probes") || !strings.Contains(got.String(), "probed.io/ready") {
+		t.Errorf("not converted:\n%s", got.String())
 	}
 }

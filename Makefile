@@ -34,7 +34,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags integration,runtime,e2e,soak,scale ./test/...
+	$(GO) vet -tags integration,runtime,e2e,soak,scale,release ./test/...
 
 deps:
 	bash hack/install-deps.sh
@@ -59,8 +59,10 @@ plugin-dist:
 
 ## image: probed's container image as .cache/images/probed.tar (probed:dev), built
 ## offline with umoci and skopeo; the Dockerfile builds the same with Docker.
+## image: the release images, linux/amd64 and linux/arm64, as multi-arch OCI archives with
+## an SBOM each, in .cache/release (REPO, WEBHOOK_REPO, TAG, ARCHES configurable).
 image:
-	bash hack/build-probed-image.sh
+	bash hack/build-probed-image.sh --release
 
 ## demo: a real single-node cluster on loopback with probed and sample workloads,
 ## watched for about 80 s; it keeps running until `make demo-down`.

@@ -23,6 +23,13 @@
 # Environment: IMAGE (default probed:dev), WEBHOOK_IMAGE (default
 # probed-webhook:dev), VERSION (default: git describe, as the Makefile),
 # PROBED_IMAGE_DIR (default .cache/images).
+#
+# --release (`make image`): the release images instead, for every
+# architecture in ARCHES (default "amd64 arm64"), Go cross-compiling: one
+# multi-architecture OCI archive per image, REPO:TAG and WEBHOOK_REPO:TAG
+# (defaults probed, probed-webhook and the version), with a CycloneDX SBOM
+# of each binary, in PROBED_RELEASE_DIR (default .cache/release). Load one
+# with `skopeo copy oci-archive:FILE:REF docker://...` or `ctr images import`.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,64 +50,109 @@ for tool in go umoci skopeo; do
   }
 done
 
-# build_image NAME IMAGE PACKAGE DESCRIPTION: the binary ./PACKAGE as /NAME
-# in IMAGE, written to $out/NAME.tar.
-build_image() {
-  local name=$1 image=$2 pkg=$3 description=$4
-  # Keep in step with the Dockerfile's LABELs.
-  local labels=(
-    "org.opencontainers.image.title=$name"
-    "org.opencontainers.image.description=$description"
+# set_labels NAME DESCRIPTION: the image's OCI labels, in step with the
+# Dockerfile's LABELs.
+set_labels() {
+  labels=(
+    "org.opencontainers.image.title=$1"
+    "org.opencontainers.image.description=$2"
     "org.opencontainers.image.source=https://github.com/probed-dev/probed"
     "org.opencontainers.image.version=$version"
     "org.opencontainers.image.revision=$revision"
     "org.opencontainers.image.licenses=Apache-2.0"
   )
-  echo "build-probed-image: building the static binary $name (version $version)..."
-  start=$SECONDS
-  CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -trimpath \
+}
+
+# build_binary NAME PACKAGE ARCH OUT: the static binary ./PACKAGE for linux/ARCH.
+build_binary() {
+  local name=$1 pkg=$2 arch=$3 bin=$4
+  echo "build-probed-image: building the static binary $name for linux/$arch (version $version)..."
+  local start=$SECONDS
+  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath \
     -ldflags "$(VERSION=$version bash hack/ldflags.sh)" \
-    -o "$work_bin/$name.tmp" "./$pkg"
-  mv -f "$work_bin/$name.tmp" "$work_bin/$name"
-  echo "build-probed-image: binary ready in $((SECONDS - start))s ($(du -h "$work_bin/$name" | cut -f1))"
+    -o "$bin.tmp" "./$pkg"
+  mv -f "$bin.tmp" "$bin"
+  echo "build-probed-image: binary ready in $((SECONDS - start))s ($(du -h "$bin" | cut -f1))"
+}
 
-  stamp=$( { sha256sum <"$work_bin/$name"; sha256sum <"${BASH_SOURCE[0]}";
-             printf '%s\n' "$image" "$created" "${labels[@]}"; } | sha256sum | cut -d' ' -f1)
-  if [[ -s $out/$name.tar && $(cat "$out/.$name.stamp" 2>/dev/null) == "$stamp" ]]; then
-    echo "build-probed-image: $image is up to date ($out/$name.tar)"
-    return 0
-  fi
-
-  echo "build-probed-image: assembling the image with umoci..."
-  work=$(mktemp -d "${TMPDIR:-/tmp}/probed-image.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
-  local layout=$work/oci bundle=$work/bundle
-  umoci init --layout "$layout"
-  umoci new --image "$layout:base"
-  umoci unpack --image "$layout:base" "$bundle"
-
-  # FROM scratch + COPY <name> /<name>: one file, root-owned, nothing else (no
-  # shell, no libc, no /etc/passwd; the user is numeric).
-  install -o 0 -g 0 -m 0755 "$work_bin/$name" "$bundle/rootfs/$name"
+# add_image LAYOUT NAME BINARY ARCH TAG: FROM scratch + COPY BINARY /NAME for
+# linux/ARCH, with $labels, as TAG in the OCI layout LAYOUT (made if absent).
+add_image() {
+  local layout=$1 name=$2 bin=$3 arch=$4 tag=$5
+  local bundle
+  bundle=$(mktemp -d "${TMPDIR:-/tmp}/probed-bundle.XXXXXX")
+  rm -rf "$bundle"
+  [[ -d $layout ]] || umoci init --layout "$layout"
+  umoci new --image "$layout:$tag"
+  umoci unpack --image "$layout:$tag" "$bundle"
+  # One file, root-owned, nothing else (no shell, no libc, no /etc/passwd;
+  # the user is numeric).
+  install -o 0 -g 0 -m 0755 "$bin" "$bundle/rootfs/$name"
   touch -h -d "$created" "$bundle/rootfs/$name" "$bundle/rootfs"
-
-  umoci repack --image "$layout:base" --history.created "$created" \
+  umoci repack --image "$layout:$tag" --history.created "$created" \
     --history.created_by "COPY $name /$name # hack/build-probed-image.sh" "$bundle"
-  local cfg=(--image "$layout:base" --tag "$name"
+  rm -rf "$bundle"
+  local cfg=(--image "$layout:$tag"
        --created "$created" --history.created "$created"
-       --architecture "$goarch" --os linux
+       --architecture "$arch" --os linux
        --config.user 65532:65532
        --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
        --config.entrypoint "/$name"
        --config.workingdir /)
   for l in "${labels[@]}"; do cfg+=(--config.label "$l"); done
   umoci config "${cfg[@]}"
+}
 
+# build_image NAME IMAGE PACKAGE DESCRIPTION: the host's image of ./PACKAGE
+# as a docker-archive $out/NAME.tar that containerd imports as IMAGE.
+build_image() {
+  local name=$1 image=$2 pkg=$3 description=$4
+  set_labels "$name" "$description"
+  build_binary "$name" "$pkg" "$goarch" "$work_bin/$name"
+  stamp=$( { sha256sum <"$work_bin/$name"; sha256sum <"${BASH_SOURCE[0]}";
+             printf '%s\n' "$image" "$created" "${labels[@]}"; } | sha256sum | cut -d' ' -f1)
+  if [[ -s $out/$name.tar && $(cat "$out/.$name.stamp" 2>/dev/null) == "$stamp" ]]; then
+    echo "build-probed-image: $image is up to date ($out/$name.tar)"
+    return 0
+  fi
+  echo "build-probed-image: assembling the image with umoci..."
+  work=$(mktemp -d "${TMPDIR:-/tmp}/probed-image.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  add_image "$work/oci" "$name" "$work_bin/$name" "$goarch" "$name"
   echo "build-probed-image: writing $image as a docker-archive..."
-  skopeo --insecure-policy copy --quiet "oci:$layout:$name" "docker-archive:$work/$name.tar:$image"
+  skopeo --insecure-policy copy --quiet "oci:$work/oci:$name" "docker-archive:$work/$name.tar:$image"
   mv -f "$work/$name.tar" "$out/$name.tar"
   echo "$stamp" >"$out/.$name.stamp"
   echo "build-probed-image: built $image in $out/$name.tar ($(du -h "$out/$name.tar" | cut -f1))"
+  rm -rf "$work"
+  trap - EXIT
+}
+
+# release_image NAME REPO PACKAGE DESCRIPTION: REPO:$tag for every arch in
+# $arches, as one multi-architecture OCI archive $release/NAME_$tag.oci.tar,
+# and a CycloneDX SBOM of each architecture's binary beside it.
+release_image() {
+  local name=$1 repo=$2 pkg=$3 description=$4
+  set_labels "$name" "$description"
+  work=$(mktemp -d "${TMPDIR:-/tmp}/probed-release.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  local platforms=()
+  for arch in $arches; do
+    build_binary "$name" "$pkg" "$arch" "$work/$name-$arch"
+    add_image "$work/oci" "$name" "$work/$name-$arch" "$arch" "$arch"
+    "$sbom" bin -json -std -version "$version" -output "$release/${name}_${tag}_linux_$arch.sbom.cdx.json" "$work/$name-$arch"
+    platforms+=("$arch=linux/$arch")
+  done
+  go run ./hack/ociindex "$work/oci" "$repo:$tag" "${platforms[@]}"
+  umoci gc --layout "$work/oci"
+  tar -C "$work/oci" --sort=name --mtime="$created" --owner=0 --group=0 --numeric-owner \
+    -cf "$release/${name}_$tag.oci.tar" .
+  # skopeo reads it back: the index and each platform's image resolve.
+  for arch in $arches; do
+    skopeo --override-arch "$arch" --override-os linux inspect --config \
+      "oci-archive:$release/${name}_$tag.oci.tar:$repo:$tag" >/dev/null
+  done
+  echo "build-probed-image: built $repo:$tag for $arches in $release/${name}_$tag.oci.tar"
   rm -rf "$work"
   trap - EXIT
 }
@@ -109,5 +161,16 @@ mkdir -p "$work_bin" "$out"
 # The e2e tier and the demo may build at the same time: one at a time.
 exec 9>"$work_bin/.lock"
 flock 9
+if [[ ${1:-} == --release ]]; then
+  arches=${ARCHES:-amd64 arm64}
+  # An image tag may not hold "+" or start with "." or "-".
+  tag=${TAG:-${version//+/-}}
+  release=${PROBED_RELEASE_DIR:-$root/.cache/release}
+  mkdir -p "$release"
+  sbom=$(bash hack/sbom.sh)/cyclonedx-gomod
+  release_image probed "${REPO:-probed}" cmd/probed "Node-side Kubernetes probing daemon"
+  release_image probed-webhook "${WEBHOOK_REPO:-probed-webhook}" cmd/probed-webhook "probed's adoption webhook"
+  exit 0
+fi
 build_image probed "${IMAGE:-probed:dev}" cmd/probed "Node-side Kubernetes probing daemon"
 build_image probed-webhook "${WEBHOOK_IMAGE:-probed-webhook:dev}" cmd/probed-webhook "probed's adoption webhook"

@@ -34,6 +34,9 @@ const (
 	// faultConverge bounds convergence after a fault. Generous: client-go's
 	// reflector backs off up to 30 s, and the machine is shared.
 	faultConverge = 60 * time.Second
+	// faultMinInstances is how many liveness container instances a fault
+	// test wants killed before it counts kills per instance.
+	faultMinInstances = 3
 )
 
 type faultRig struct {
@@ -290,7 +293,16 @@ func (r *faultRig) runKubelet() (stop func()) {
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	// Stopping lets the loop reach a few instances first: a fault can hold
+	// probed's informer in its backoff for most of the fault, and a check of
+	// one kill per instance over only one or two instances proves little.
+	return func() {
+		_ = wait.PollUntilContextTimeout(r.e.ctx, 50*time.Millisecond, faultConverge, true, func(ctx context.Context) (bool, error) {
+			return r.liveInstances(ctx) >= faultMinInstances, nil
+		})
+		cancel()
+		<-done
+	}
 }
 
 // tryRestart makes one attempt at a container restart; failures are retried
@@ -323,7 +335,7 @@ func (r *faultRig) checkKills(fault string, since time.Time) {
 		r.t.Fatalf("%s: %d liveness kills of %d container instances after %v; want one each", fault, k, n, faultConverge)
 	}
 	r.t.Logf("converge: %s/kills %v (%d instances, each killed once)", fault, time.Since(since).Round(time.Millisecond), n)
-	if n < 3 {
+	if n < faultMinInstances {
 		r.t.Errorf("%s: only %d liveness container instances; the kubelet loop hardly ran", fault, n)
 	}
 	consistently(r.t, "one kill per instance", 3*time.Second, func() bool { return r.kills() == n })

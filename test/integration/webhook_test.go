@@ -474,8 +474,16 @@ func TestWebhookGateGauge(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, _ := scrape(""); code != http.StatusUnauthorized {
-		t.Errorf("an anonymous scrape: %d, want 401", code)
+	// The metrics server is a runnable of its own: it may start listening a
+	// moment after the webhook reports ready.
+	var anon int
+	var anonErr string
+	eventually(t, "the metrics server to answer", 30*time.Second, func() bool {
+		anon, anonErr = scrape("")
+		return anon != 0
+	})
+	if anon != http.StatusUnauthorized {
+		t.Errorf("an anonymous scrape: %d (%s), want 401", anon, anonErr)
 	}
 	want := fmt.Sprintf(`probed_webhook_pods_gate_unanswered{namespace=%q,node=%q} 1`, ns, node)
 	eventually(t, "the unanswered gate in the gauge", 30*time.Second, func() bool {

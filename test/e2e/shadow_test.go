@@ -299,7 +299,7 @@ func shadowQueries(t *testing.T, ns string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"node": ".*", "namespace": ns, "kubelet_job": "kubelet", "datasource": "prometheus"}
+	vars := map[string]string{"node": ".*", "namespace": ns, "pod": ".*", "kubelet_job": "kubelet", "datasource": "prometheus"}
 	out := map[string]string{}
 	for _, q := range d.Queries() {
 		if !strings.HasPrefix(q.Panel, "Shadow") {

@@ -272,7 +272,10 @@ func TestMetricsPromtoolCleanOnRealScrape(t *testing.T) {
 
 // Every query of deploy/monitoring/grafana-dashboard.json returns data from
 // the test Prometheus once probes of every kind ran: $__rate_interval is 1m
-// (the whole test), every template variable is its "All" value (.*).
+// (the whole test), $__range 5m, every template variable ($pod too) is its
+// "All" value (.*). Some panels show what happened: the kills over the range
+// count the failed liveness kills, probed's CPU and memory are its own, and
+// "probed missing" is 0 until probed stops, then 1.
 func TestDashboardQueriesReturnData(t *testing.T) {
 	t.Parallel()
 	o := newObservedNode(t)
@@ -294,6 +297,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	if len(queries) == 0 {
 		t.Fatal("no queries in the dashboard")
 	}
+	exprs := map[string]string{} // "<panel>/<refId>" -> substituted query
 	for _, q := range queries {
 		if strings.Contains(q.Expr, "$kubelet_job") {
 			// No kubelet here: test/e2e's TestShadowModeBesideKubelet runs these.
@@ -306,6 +310,33 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		}
 		v := o.prom.eventually(fmt.Sprintf("panel %q query %s to return data", q.Panel, q.RefID), expr, 30*time.Second, finite)
 		t.Logf("%-32s %s: %d series, first %g", q.Panel, q.RefID, len(v), v[0].Value)
+		exprs[q.Panel+"/"+q.RefID] = expr
+	}
+	panel := func(key string) string {
+		t.Helper()
+		if exprs[key] == "" {
+			t.Fatalf("no dashboard query %s", key)
+		}
+		return exprs[key]
+	}
+	o.prom.eventually("failed liveness kills in the range", panel("Container kills in the time range/A"), 15*time.Second, func(v promh.Vector) bool {
+		for _, s := range v {
+			if s.Metric["probe_type"] == "Liveness" && s.Metric["outcome"] == "error" && s.Value >= 1 {
+				return true
+			}
+		}
+		return false
+	})
+	o.prom.eventually("probed's CPU", panel("probed CPU/A"), 15*time.Second, func(v promh.Vector) bool {
+		return len(v) == 1 && v[0].Metric["node"] == o.e.node && v[0].Value > 0
+	})
+	v := o.prom.eventually("probed's resident memory", panel("probed memory/A"), 15*time.Second, func(v promh.Vector) bool {
+		return len(v) == 1 && v[0].Value > 8<<20 && v[0].Value < 1<<30
+	})
+	t.Logf("probed's resident memory: %.1f MiB", v[0].Value/(1<<20))
+	missing := panel("probed missing/A")
+	if v := o.prom.query(missing); value(v) != 0 {
+		t.Errorf("probed missing = %v while probed is up, want 0", v)
 	}
 	labelArg := regexp.MustCompile(`,\s*(\w+)\)$`)
 	for _, v := range d.Templating.List {
@@ -327,4 +358,9 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 			t.Errorf("variable %s: %s has no %s label: %v", v.Name, expr, m[1], res[0])
 		}
 	}
+
+	// No kube-state-metrics here: the node probed ran on in the range,
+	// without a probed up now, is the one missing.
+	o.p.stop()
+	o.prom.eventually("probed missing once it stopped", missing, 15*time.Second, func(v promh.Vector) bool { return value(v) == 1 })
 }

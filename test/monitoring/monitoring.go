@@ -160,6 +160,7 @@ type Target struct {
 	RefID        string      `json:"refId"`
 	Expr         string      `json:"expr"`
 	LegendFormat string      `json:"legendFormat"`
+	Instant      bool        `json:"instant"`
 	Datasource   *Datasource `json:"datasource"`
 }
 

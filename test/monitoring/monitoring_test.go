@@ -463,6 +463,7 @@ func TestDashboardStructure(t *testing.T) {
 			t.Errorf("no panel shows %s (no query matching %s)", what, re)
 		}
 	}
+	checkFleetRules(t, d)
 }
 
 // grafanaDurations stand in for Grafana's interval variables in offline checks.
@@ -521,11 +522,11 @@ func TestDashboardShadowPanels(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"probed's success ratio per probe":                                     `^sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"[^}]*result="successful"`,
-		"the kubelet's success ratio per probe, for the probes probed shadows": `^\(sum by \(namespace, pod, container, probe_type\) \(rate\(` + regexp.QuoteMeta(kubeletSel) + `.*\) and on \(namespace, pod, container, probe_type\) sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"`,
-		"their difference where they disagree":                                 `\) - on \(namespace, pod, container, probe_type\) \(.*` + regexp.QuoteMeta(kubeletSel) + `.*\) != 0$`,
-		"probes only probed runs":                                              `^count by \(namespace, pod, container, probe_type\) \(prober_probe_total\{job="probed".* unless on \(namespace, pod, container, probe_type\) count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel),
-		"probes only the kubelet runs":                                         `^\(count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel) + `.* unless on `,
+		"probed's success ratio per probe, the lowest":                         `^bottomk\(20, sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"[^}]*result="successful"`,
+		"the kubelet's success ratio, for the probes whose probed ratio shows": `^\(sum by \(namespace, pod, container, probe_type\) \(rate\(` + regexp.QuoteMeta(kubeletSel) + `.*\) and on \(namespace, pod, container, probe_type\) bottomk\(20, sum by \(namespace, pod, container, probe_type\) \(rate\(prober_probe_total\{job="probed"`,
+		"their largest differences either way":                                 `^topk\(10, \(.*\) - on \(namespace, pod, container, probe_type\) \(.*` + regexp.QuoteMeta(kubeletSel) + `.*\) > 0\) or bottomk\(10, \(.*\) - on \(namespace, pod, container, probe_type\) \(.*\) < 0\)$`,
+		"probes only probed runs":                                              `^topk\(20, count by \(namespace, pod, container, probe_type\) \(prober_probe_total\{job="probed".* unless on \(namespace, pod, container, probe_type\) count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel),
+		"probes only the kubelet runs":                                         `^topk\(20, \(count by \(namespace, pod, container, probe_type\) \(` + regexp.QuoteMeta(kubeletSel) + `.* unless on `,
 	}
 	for what, re := range want {
 		found := false
@@ -668,6 +669,15 @@ func TestSubstitute(t *testing.T) {
 	}
 	if _, err := Substitute(`x{a="$nope"}`, nil, nil); err == nil {
 		t.Error("an unknown variable is not an error")
+	}
+	// The dashboard's own: every variable has a value, $__range a duration.
+	d, _, err := LoadDashboard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = Substitute(`increase(x{pod=~"$pod", namespace=~"$namespace"}[$__range])`, grafanaDurations, allValues(d))
+	if err != nil || got != `increase(x{pod=~".*", namespace=~".*"}[1h])` {
+		t.Errorf("Substitute with the dashboard's variables = %q, %v", got, err)
 	}
 }
 

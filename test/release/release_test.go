@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,14 +102,8 @@ func fileInLayer(t *testing.T, layer []byte, name string) []byte {
 }
 
 func TestReleaseImages(t *testing.T) {
-	dir := t.TempDir()
-	const tag = "v0.0.0-releasetest"
-	cmd := exec.Command("bash", "hack/build-probed-image.sh", "--release")
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), "PROBED_RELEASE_DIR="+dir, "TAG="+tag, "REPO=example.com/probed", "WEBHOOK_REPO=example.com/probed-webhook")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make image: %v\n%s", err, out)
-	}
+	dir := release.build(t)
+	const tag = releaseTag
 	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 	for _, name := range []string{"probed", "probed-webhook"} {
 		a := readArchive(t, filepath.Join(dir, fmt.Sprintf("%s_%s.oci.tar", name, tag)))

@@ -60,7 +60,7 @@ for t in "${tiers[@]}"; do
       bash hack/build-workload-images.sh
       bash hack/build-probed-image.sh
       E2E_SKIP_IMAGE_BUILD=1 go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/
-      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs"
+      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc"
       go test -count=1 -tags release -timeout 15m ./test/release/ ;;
     soak)
       # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.

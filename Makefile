@@ -25,6 +25,12 @@ integration:
 runtime:
 	bash hack/test.sh runtime
 
+.PHONY: compat
+## compat: the integration tests on the API surface probed uses, against
+## kube-apiserver 1.34 and 1.35 (test/tools/k8s-<minor>/go.mod); in make test.
+compat:
+	bash hack/test.sh compat
+
 e2e:
 	bash hack/test.sh e2e
 

@@ -5,6 +5,12 @@
 #
 #   hack/build-k8s.sh                  # all four
 #   hack/build-k8s.sh kube-apiserver   # only some
+#   K8S_VERSION=1.34 hack/build-k8s.sh kube-apiserver
+#                                      # another minor (compat tier), pinned in
+#                                      # test/tools/k8s-1.34/go.mod
+#   K8S_VERSION=1.34 hack/build-k8s.sh --bindir|--version
+#                                      # print where that version's binaries
+#                                      # go, or its exact version; build nothing
 #
 # Idempotent: a binary is skipped when its stamp matches the current build key
 # (version, Go version, cgo, ldflags) and it reports the right version.
@@ -22,9 +28,14 @@ main() {
   local root tools version major minor bindir
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   tools="$root/test/tools"
+  # Other minors have a module each, test/tools/k8s-<minor>/go.mod.
+  if [[ -n "${K8S_VERSION:-}" && -f "$tools/k8s-$K8S_VERSION/go.mod" ]]; then
+    tools="$tools/k8s-$K8S_VERSION"
+  fi
 
-  # One place to bump: test/tools/go.mod. It must match KubernetesVersion in
-  # test/harness/controlplane.
+  # One place to bump: test/tools/go.mod (the default version, which must
+  # match KubernetesVersion in test/harness/controlplane), or
+  # test/tools/k8s-<minor>/go.mod for the compat tier's versions.
   version="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3; exit}
                   $1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$tools/go.mod")"
   if [[ ! "$version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]]; then
@@ -33,8 +44,18 @@ main() {
   fi
   major="${BASH_REMATCH[1]}"
   minor="${BASH_REMATCH[2]}"
-  # Same override as the Go harness.
-  bindir="${PROBED_K8S_BIN_DIR:-$root/.cache/k8s/$version/bin}"
+  if [[ -n "${K8S_VERSION:-}" && "$K8S_VERSION" != "$major.$minor" ]]; then
+    echo "build-k8s: K8S_VERSION=$K8S_VERSION: no test/tools/k8s-$K8S_VERSION/go.mod, and test/tools/go.mod pins $version" >&2
+    exit 2
+  fi
+  # Same override as the Go harness; not for another minor, whose binaries
+  # must not land in a directory meant for the default one.
+  bindir="$root/.cache/k8s/$version/bin"
+  [[ -n "${K8S_VERSION:-}" ]] || bindir="${PROBED_K8S_BIN_DIR:-$bindir}"
+  case "${1:-}" in
+    --bindir) printf '%s\n' "$bindir"; return ;;
+    --version) printf '%s\n' "$version"; return ;;
+  esac
 
   local want=("$@") b
   ((${#want[@]})) || want=("${all[@]}")

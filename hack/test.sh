@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|runtime|e2e|soak]...
+# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|compat|runtime|e2e|soak]...
 # Every tier installs and starts what it needs: Debian packages, Kubernetes
 # binaries built from Go modules (cached in .cache/), locally built images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiers=("$@"); [ ${#tiers[@]} -eq 0 ] && tiers=(all)
-[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration runtime e2e)
+[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration compat runtime e2e)
 
 step() { printf '\n==> %s\n' "$*"; }
 for t in "${tiers[@]}"; do
@@ -42,6 +42,26 @@ for t in "${tiers[@]}"; do
         go test -v -count=1 -tags soak -timeout 15m ./test/soak/
       step "cluster scale, short (10 nodes × 20 pods; fails on steady-state writes or restart flips)"
       SCALE_OUT="$PWD/.cache/scale/short.json" go test -v -count=1 -tags scale -timeout 10m ./test/scale/ ;;
+    compat)
+      # The integration tests that exercise the API surface probed relies on
+      # (readiness-gate conditions and container status through SSA, the
+      # confinement ValidatingAdmissionPolicies, the adoption webhook,
+      # delegated authn/authz, the manifests' server-side dry run), against
+      # other kube-apiserver minors. Each is pinned in test/tools/k8s-<minor>/go.mod.
+      compat_tests='^(TestReadinessFollowsTarget|TestOthersConditionsUntouchedAndNoIdleWrites|TestContainerStatusMode'
+      compat_tests+='|TestRBACAndNodeConfinement|TestConfinementSurvivesNamespaceAndPrefix'
+      compat_tests+='|TestWebhookAdoptsPodsInScope|TestWebhookRefusesInvalidAnnotations'
+      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun)$'
+      bash hack/install-deps.sh
+      bash hack/helm.sh >/dev/null
+      PATH="$(bash hack/build-kubectl.sh):$PATH"
+      for minor in ${COMPAT_K8S:-1.34 1.35}; do
+        v="$(K8S_VERSION=$minor bash hack/build-k8s.sh --version)"
+        step "compat tier: integration subset against kube-apiserver $v"
+        K8S_VERSION=$minor bash hack/build-k8s.sh kube-apiserver
+        PROBED_K8S_BIN_DIR="$(K8S_VERSION=$minor bash hack/build-k8s.sh --bindir)" PROBED_K8S_VERSION="$v" \
+          go test -race -count=1 -tags integration -timeout 15m -run "$compat_tests" ./test/integration/
+      done ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh

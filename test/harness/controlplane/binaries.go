@@ -16,12 +16,27 @@ const KubernetesVersion = "v1.33.13"
 // BinDirEnv overrides where the Kubernetes binaries are looked up.
 const BinDirEnv = "PROBED_K8S_BIN_DIR"
 
+// VersionEnv names the version of the binaries to run instead of
+// KubernetesVersion: the compat tier runs other minors through it.
+const VersionEnv = "PROBED_K8S_VERSION"
+
+// WantVersion is the version Start requires kube-apiserver to report:
+// $PROBED_K8S_VERSION if set, else KubernetesVersion. Checking it keeps a
+// stale or mixed-up PROBED_K8S_BIN_DIR from passing as the version a tier
+// claims to test.
+func WantVersion() string {
+	if v := os.Getenv(VersionEnv); v != "" {
+		return v
+	}
+	return KubernetesVersion
+}
+
 // ErrBinaryMissing is wrapped by Start's error when a binary is not built or
 // installed, so tests can tell "skip" from "broken".
 var ErrBinaryMissing = errors.New("binary missing")
 
 // BinDir returns the directory holding the Kubernetes binaries: $PROBED_K8S_BIN_DIR
-// if set, else <repo root>/.cache/k8s/<KubernetesVersion>/bin, where the repo
+// if set, else <repo root>/.cache/k8s/<WantVersion()>/bin, where the repo
 // root is the nearest directory above the working directory with a go.mod
 // (go test runs in the package's directory, so this finds the main module).
 func BinDir() (string, error) {
@@ -32,7 +47,7 @@ func BinDir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(root, ".cache", "k8s", KubernetesVersion, "bin"), nil
+	return filepath.Join(root, ".cache", "k8s", WantVersion(), "bin"), nil
 }
 
 // repoRoot walks up from the working directory to the daemon's go.mod. It

@@ -108,6 +108,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.startFirstAPIServer(sctx, apiBin); err != nil {
 		return nil, err
 	}
+	if err := cp.checkVersion(apiBin); err != nil {
+		return nil, err
+	}
 
 	cp.KubeconfigPath = filepath.Join(cp.RunDir, "kubeconfig")
 	if err := WriteKubeconfig(cp.KubeconfigPath, cp.adminCfg); err != nil {
@@ -143,6 +146,18 @@ func (cp *ControlPlane) startFirstAPIServer(ctx context.Context, bin string) err
 		}
 	}
 	return err
+}
+
+// checkVersion fails when kube-apiserver is not the version asked for.
+func (cp *ControlPlane) checkVersion(bin string) error {
+	ver, err := cp.client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("kube-apiserver version: %w", err)
+	}
+	if want := WantVersion(); ver.GitVersion != want {
+		return fmt.Errorf("kube-apiserver reports %s, want %s (%s; set %s for another version)", ver.GitVersion, want, bin, VersionEnv)
+	}
+	return nil
 }
 
 func (o Options) binaries() (apiserver, etcd string, err error) {

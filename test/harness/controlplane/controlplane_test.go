@@ -42,8 +42,8 @@ func TestControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ver.GitVersion != controlplane.KubernetesVersion {
-		t.Errorf("server version %q, want %q", ver.GitVersion, controlplane.KubernetesVersion)
+	if want := controlplane.WantVersion(); ver.GitVersion != want {
+		t.Errorf("server version %q, want %q", ver.GitVersion, want)
 	}
 
 	client := cp.Client()

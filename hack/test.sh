@@ -55,7 +55,10 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/helm.sh >/dev/null
       PATH="$(bash hack/build-kubectl.sh):$PATH"
-      for minor in ${COMPAT_K8S:-1.34 1.35}; do
+      # CI runs 1.34; 1.35 too with COMPAT_K8S="1.34 1.35" (its first
+      # kube-apiserver build costs 10+ minutes on 2 cores, which CI's budget
+      # cannot take on a cold Go cache).
+      for minor in ${COMPAT_K8S:-1.34}; do
         v="$(K8S_VERSION=$minor bash hack/build-k8s.sh --version)"
         step "compat tier: integration subset against kube-apiserver $v"
         K8S_VERSION=$minor bash hack/build-k8s.sh kube-apiserver

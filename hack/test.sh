@@ -20,10 +20,8 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
-      # FuzzConvert and FuzzConvertText are not in the smoke: each finds, within
-      # seconds, input that probed convert mishandles (a command argument of
-      # "\n" in one YAML layout; flow-style YAML refused as an internal error).
-      # Run them by hand: go test -run='^$' -fuzz='^FuzzConvert$' ./pkg/convert/
+      go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
+      go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       # A count, not a duration: its inputs can each take a probe's timeout
       # against real servers, and one still in flight when a duration ends
       # fails the run with "context deadline exceeded" on a loaded machine.

@@ -158,15 +158,16 @@ func convertSegment(seg segment) ([]byte, []Object, bool, error) {
 		return nil, nil, false, fail(nil, err)
 	}
 	// Edit a text whose last line is ended, and give the ending back.
-	src, unended := seg.src, !bytes.HasSuffix(seg.src, []byte("\n"))
-	if unended {
-		src = append(append([]byte(nil), src...), newLayout(src).nl...)
+	src, nl := seg.src, ""
+	if !endsWithBreak(src) {
+		nl = newLayout(src).nl
+		src = append(append([]byte(nil), src...), nl...)
 	}
 	trim := func(out []byte) []byte {
-		if unended {
-			return bytes.TrimSuffix(bytes.TrimSuffix(out, []byte("\n")), []byte("\r"))
+		if nl != "" && !bytes.HasSuffix(out, []byte(nl)) {
+			return bytes.TrimSuffix(out, []byte("\n")) // the encoder's
 		}
-		return out
+		return bytes.TrimSuffix(out, []byte(nl))
 	}
 	e := newTextEditor(src, &doc)
 	var editErr error

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	sigsyaml "sigs.k8s.io/yaml"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/probed-dev/probed/pkg/probespec"
 )
@@ -184,12 +185,13 @@ func decodeTemplate(t *testing.T, seg []byte, o Object) v1.PodTemplateSpec {
 			tmplNode = at(doc, ref.path)
 		}
 	}
-	b, err := sigsyaml.Marshal(tmplNode)
+	// As the API server decodes it: JSON, field names case-sensitive.
+	b, err := json.Marshal(tmplNode)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tmpl v1.PodTemplateSpec
-	if err := sigsyaml.Unmarshal(b, &tmpl); err != nil {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(b, &tmpl); err != nil {
 		t.Fatal(err)
 	}
 	return tmpl

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -78,7 +79,7 @@ func gateNode() *yaml.Node {
 func (e *textEditor) flowEdits() error {
 	for _, r := range e.flowRoots {
 		start := e.l.offset(r)
-		end, ok := closingBracket(e.l.src, start)
+		end, ok := closingBracket(e.l.src, start, e.quotes)
 		if !ok {
 			return fmt.Errorf("%w: unterminated flow collection", errLayout)
 		}
@@ -134,6 +135,7 @@ func (e *textEditor) flowEdits() error {
 
 // render encodes n in block style, every line indented by indent.
 func (e *textEditor) render(n *yaml.Node, indent int) (string, error) {
+	encodable(n, false)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(e.style.step)
@@ -175,8 +177,9 @@ func keyOf(m, v *yaml.Node) *yaml.Node {
 }
 
 // closingBracket is the offset just past the flow collection that opens
-// at off, skipping quoted scalars and comments.
-func closingBracket(src []byte, off int) (int, bool) {
+// at off, skipping comments and the quoted scalars that open at quotes (a
+// quote inside a plain scalar, as in {a: it's}, opens nothing).
+func closingBracket(src []byte, off int, quotes map[int]bool) (int, bool) {
 	depth := 0
 	for i := off; i < len(src); i++ {
 		switch c := src[i]; c {
@@ -188,6 +191,9 @@ func closingBracket(src []byte, off int) (int, bool) {
 				return i + 1, true
 			}
 		case '"', '\'':
+			if !quotes[i] {
+				continue
+			}
 			for i++; i < len(src); i++ {
 				if c == '"' && src[i] == '\\' {
 					i++
@@ -202,14 +208,57 @@ func closingBracket(src []byte, off int) (int, bool) {
 				}
 			}
 		case '#':
-			if i > 0 && (src[i-1] == ' ' || src[i-1] == '\t' || src[i-1] == '\n') {
-				for i < len(src) && src[i] != '\n' {
-					i++
-				}
+			if afterSpace(src, i) {
+				i = lineEnd(src, i) - 1
 			}
 		}
 	}
 	return 0, false
+}
+
+// quoteStarts are the offsets of the opening quotes of the quoted scalars
+// in n. yaml.v3 places a scalar at its tag or anchor, if it has one.
+func quoteStarts(l *layout, n *yaml.Node) map[int]bool {
+	quotes := map[int]bool{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle) != 0 {
+			quotes[skipProperties(l.src, l.offset(n))] = true
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return quotes
+}
+
+// skipProperties is the offset after the tags and anchors at off, and the
+// spaces, line breaks and comments that follow them.
+func skipProperties(src []byte, off int) int {
+	for off < len(src) && (src[off] == '!' || src[off] == '&') {
+		for off < len(src) && !space(src, off) {
+			off++
+		}
+		for off < len(src) && (space(src, off) || src[off] == '#') {
+			if src[off] == '#' {
+				off = lineEnd(src, off)
+				continue
+			}
+			off += max(lineBreak(src, off), 1)
+		}
+	}
+	return off
+}
+
+// afterSpace: src[i] starts the text or follows a space, a tab or a line
+// break, as the '#' of a comment must.
+func afterSpace(src []byte, i int) bool {
+	if i == 0 {
+		return true
+	}
+	r, size := utf8.DecodeLastRune(src[:i])
+	return space(src, i-size) || r == '\ufeff'
 }
 
 // jsonOf writes n as JSON in its own key order, indented.

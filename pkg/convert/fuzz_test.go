@@ -88,7 +88,19 @@ func FuzzConvert(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		src := fuzzHead + "---\n" + string(body) + "\n" + fuzzTail
+		// A line break ends the document, but no blank line: after a
+		// block scalar that keeps its final breaks (|+) it would be part
+		// of the value, and the text would no longer mean spec.
+		if !bytes.HasSuffix(body, []byte("\n")) {
+			body = append(body, '\n')
+		}
+		if !means(body, obj) {
+			// yaml.v3's encoder writes some strings (a line break first,
+			// a tab on a line of its own) as block scalars that neither
+			// it nor kubectl reads back: not a manifest anyone can apply.
+			t.Skip("the layout's encoder wrote text that does not mean the object")
+		}
+		src := fuzzHead + "---\n" + string(body) + fuzzTail
 		res, err := Convert([]byte(src))
 		if err != nil {
 			t.Fatalf("converting a valid manifest: %v\n%s", err, src)
@@ -174,6 +186,19 @@ func FuzzConvertText(f *testing.F) {
 			t.Fatalf("converting twice is not a no-op (%v):\n%q\n%q", err, res.Output, again.Output)
 		}
 	})
+}
+
+// means reports whether one YAML document reads as obj.
+func means(doc []byte, obj map[string]any) bool {
+	v, err := decodeGeneric(doc)
+	if err != nil {
+		return false
+	}
+	a, errA := json.Marshal(v)
+	b, errB := json.Marshal(obj)
+	var got, want any
+	return errA == nil && errB == nil && json.Unmarshal(a, &got) == nil && json.Unmarshal(b, &want) == nil &&
+		equality.Semantic.DeepEqual(got, want)
 }
 
 func containerNames(p *v1.Pod) []string {

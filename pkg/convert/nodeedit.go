@@ -33,6 +33,7 @@ func reemit(seg []byte, changes []*change, st style) ([]byte, error) {
 			return nil, err
 		}
 	}
+	encodable(&doc, false)
 	var b bytes.Buffer
 	// Keep the document's own "---" line.
 	if first, _, _ := bytes.Cut(seg, []byte("\n")); isMarker(append(first, '\n')) {

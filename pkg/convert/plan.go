@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	yaml "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
 
@@ -74,7 +75,7 @@ func planTemplate(t template) (*change, error) {
 	case before.Labels[ownLabel] == ownLabelValue:
 		c.skipped = fmt.Sprintf("probed's own pods (%s: %s) keep their probes", ownLabel, ownLabelValue)
 		return c, nil
-	case lookup(t.node, "spec") == nil:
+	case noSpec(lookup(t.node, "spec")):
 		c.skipped = "no spec"
 		return c, nil
 	}
@@ -107,6 +108,13 @@ func planTemplate(t template) (*change, error) {
 	}
 	c.addGate = c.adoption.GateAdded
 	return c, nil
+}
+
+// noSpec: the template has no spec, or a null one (spec:, ~), which the
+// API server reads as an empty pod spec and refuses; there is nothing to
+// adopt and nowhere to put the gate.
+func noSpec(spec *yaml.Node) bool {
+	return spec == nil || (spec.Kind == yaml.ScalarNode && spec.ShortTag() == "!!null")
 }
 
 func probe(c *v1.Container, field string) *v1.Probe {

@@ -16,15 +16,18 @@ type segment struct {
 // splitStream cuts a YAML stream before every document-start marker. A line
 // that starts with "---" followed by a space, a tab or the line's end is a
 // marker wherever it appears: YAML forbids one inside a document's content,
-// block scalars included, so no parse is needed to find them.
+// block scalars included, so no parse is needed to find them. Lines end
+// where yaml.v3 sees a line break (see layout).
 func splitStream(src []byte) []segment {
 	var out []segment
 	start, startLine, line := 0, 1, 1
 	for off := 0; off < len(src); line++ {
-		end := bytes.IndexByte(src[off:], '\n')
-		next := len(src)
-		if end >= 0 {
-			next = off + end + 1
+		next := off
+		for next < len(src) && lineBreak(src, next) == 0 {
+			next++
+		}
+		if next < len(src) {
+			next += lineBreak(src, next)
 		}
 		if off > start && isMarker(src[off:next]) {
 			out = append(out, segment{index: len(out) + 1, line: startLine, src: src[start:off]})
@@ -39,12 +42,5 @@ func isMarker(line []byte) bool {
 	if !bytes.HasPrefix(line, []byte("---")) {
 		return false
 	}
-	if len(line) == 3 {
-		return true
-	}
-	switch line[3] {
-	case ' ', '\t', '\r', '\n':
-		return true
-	}
-	return false
+	return len(line) == 3 || line[3] == ' ' || line[3] == '\t' || lineBreak(line, 3) > 0
 }

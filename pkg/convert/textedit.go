@@ -35,6 +35,8 @@ type textEditor struct {
 	// wasFlow are the collections written in flow style, before reflow
 	// made some of them block.
 	wasFlow map[*yaml.Node]bool
+	// quotes are the offsets where the document's quoted scalars open.
+	quotes map[int]bool
 }
 
 func newTextEditor(src []byte, doc *yaml.Node) *textEditor {
@@ -49,6 +51,7 @@ func newTextEditor(src []byte, doc *yaml.Node) *textEditor {
 	}
 	walk(doc)
 	e.style = detectStyle(doc, e.l)
+	e.quotes = quoteStarts(e.l, doc)
 	return e
 }
 
@@ -183,7 +186,7 @@ func (e *textEditor) deleteKey(m *yaml.Node, key string) error {
 		for first > 1 && e.l.comment(first-1) && e.l.indent(first-1) == k.Column-1 {
 			first--
 		}
-		e.add(e.l.starts[first-1], e.l.next(last), "")
+		e.add(e.l.start(first), e.l.next(last), "")
 		return nil
 	}
 	// The first key of a "- " item: the next key moves up to take its place.
@@ -279,7 +282,7 @@ func (e *textEditor) addGate(spec *yaml.Node) error {
 // dashColumn is the 0-based column of the "-" that opens the item n, or -1.
 func dashColumn(l *layout, n *yaml.Node) int {
 	line := l.text(n.Line)
-	off := l.offset(n) - l.starts[n.Line-1]
+	off := l.offset(n) - l.start(n.Line)
 	i := off - 1
 	for i >= 0 && line[i] == ' ' {
 		i--
@@ -364,7 +367,7 @@ func (e *textEditor) insertBefore(m *yaml.Node, key string, lines []string) erro
 	for first > 1 && e.l.comment(first-1) && e.l.indent(first-1) == k.Column-1 {
 		first--
 	}
-	e.add(e.l.starts[first-1], e.l.starts[first-1], e.block(k.Column-1, lines))
+	e.add(e.l.start(first), e.l.start(first), e.block(k.Column-1, lines))
 	return nil
 }
 

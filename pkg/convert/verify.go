@@ -34,7 +34,7 @@ func expected(orig any, changes []*change) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("template %s not found", c.tmpl.field())
 		}
-		spec, _ := t["spec"].(map[string]any)
+		spec := mapIn(t, "spec")
 		for _, r := range c.removed {
 			list, _ := spec[r.list].([]any)
 			if r.index >= len(list) {

@@ -271,7 +271,10 @@ var scenarios = []scenario{
 		s.create(pod)
 		p := s.waitContainerStarted()
 		initial := s.restartCount(p)
-		s.poll(s.startedCond()+"=False (ProbeFailed)", time.Second, time.Minute, func(p *v1.Pod) (bool, error) {
+		// 15s delay + 3 failures × 10s is 45s, but on a loaded node a probe
+		// can be discarded (no exec slot free, as the kubelet discards a
+		// probe error), and each discard costs a period.
+		s.poll(s.startedCond()+"=False (ProbeFailed)", time.Second, defaultObservationTimeout, func(p *v1.Pod) (bool, error) {
 			c := condition(p, s.startedCond())
 			return c != nil && c.Status == v1.ConditionFalse && c.Reason == "ProbeFailed", nil
 		})

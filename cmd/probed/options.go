@@ -63,7 +63,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	fs.StringVar(&o.RuntimeType, "runtime-type", "auto", "runtime API: containerd (native client), cri (CRI over gRPC, e.g. CRI-O), auto (containerd if the socket answers its API, else cri), or none (network probes only)")
+	fs.StringVar(&o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)")
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
 	fs.StringVar(&o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)")
 	fs.StringVar(&o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both")
@@ -101,7 +101,7 @@ func (o *options) validate() error {
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name is required (or set NODE_NAME from the downward API)"))
 	}
-	oneOf("runtime-type", o.RuntimeType, "auto", "containerd", "cri", "none")
+	oneOf("runtime-type", o.RuntimeType, "auto", "containerd-cri", "containerd", "cri", "none")
 	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
 	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
 	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")

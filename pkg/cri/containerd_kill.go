@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 
+	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	"k8s.io/klog/v2"
 )
@@ -18,20 +19,38 @@ func (r *Containerd) killTree(ctx context.Context, x *execution) int {
 	if root <= 0 {
 		return 0
 	}
-	// The container's init is alive and in the cgroup for as long as the
-	// container runs: if this /proc does not show it there, it is not the host's.
-	initPID := r.initPID(ctx, x)
-	if !inContainerCgroup(initPID, x.id) {
-		r.procWarnOnce.Do(func() {
-			logger.Info("Warning: a container's processes are not visible in this /proc, so a timed-out exec "+
-				"probe's children cannot be killed, only the command itself; run probed with hostPID "+
-				"(unless the container was just exiting). Logged once.",
-				"containerID", x.containerID, "initPID", initPID)
-		})
+	if !r.procVisible(ctx, x.containerID, x.id, x.task) {
 		return 0
 	}
-	list := func(ctx context.Context) ([]int, error) {
-		infos, err := x.task.Pids(ctx)
+	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
+	n, err := killProcessTree(ctx, root, taskPids(x.task), owned)
+	if err != nil {
+		logger.Error(err, "Killing a timed-out exec's processes", "containerID", x.containerID, "pid", root)
+	}
+	return n
+}
+
+// procVisible reports whether this /proc shows the container's processes:
+// its init is alive and in the cgroup for as long as the container runs, so
+// if this /proc does not show it there, it is not the host's. It warns once.
+func (r *Containerd) procVisible(ctx context.Context, containerID, id string, task containerd.Task) bool {
+	initPID := r.initPID(ctx, id, task)
+	if inContainerCgroup(initPID, id) {
+		return true
+	}
+	r.procWarnOnce.Do(func() {
+		klog.FromContext(ctx).Info("Warning: a container's processes are not visible in this /proc, so a timed-out exec "+
+			"probe's children cannot be killed, only the command itself; run probed with hostPID "+
+			"(unless the container was just exiting). Logged once.",
+			"containerID", containerID, "initPID", initPID)
+	})
+	return false
+}
+
+// taskPids lists the PIDs in the task's cgroup as the shim sees them (host PIDs).
+func taskPids(task containerd.Task) func(context.Context) ([]int, error) {
+	return func(ctx context.Context) ([]int, error) {
+		infos, err := task.Pids(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -41,25 +60,19 @@ func (r *Containerd) killTree(ctx context.Context, x *execution) int {
 		}
 		return pids, nil
 	}
-	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
-	n, err := killProcessTree(ctx, root, list, owned)
-	if err != nil {
-		logger.Error(err, "Killing a timed-out exec's processes", "containerID", x.containerID, "pid", root)
-	}
-	return n
 }
 
-// initPID asks containerd for the task's init PID: x.task may come from the
+// initPID asks containerd for the task's init PID: task may come from the
 // cache, and a task recreated since has another. A changed PID drops the
 // cache entry.
-func (r *Containerd) initPID(ctx context.Context, x *execution) int {
-	pid := x.task.Pid()
-	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: x.id})
+func (r *Containerd) initPID(ctx context.Context, id string, task containerd.Task) int {
+	pid := task.Pid()
+	resp, err := r.client.TaskService().Get(ctx, &tasks.GetRequest{ContainerID: id})
 	if err != nil || resp.Process == nil {
 		return int(pid)
 	}
 	if resp.Process.Pid != pid {
-		r.targets.drop(x.id, nil)
+		r.targets.drop(id, nil)
 	}
 	return int(resp.Process.Pid)
 }

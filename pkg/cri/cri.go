@@ -72,10 +72,17 @@ func (r *CRI) ExecInContainer(ctx context.Context, containerID string, cmd []str
 	if len(cmd) == 0 {
 		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ErrEmptyCommand)
 	}
-	req := &runtimeapi.ExecSyncRequest{ContainerId: id.ID, Cmd: cmd, Timeout: ceilSeconds(timeout)}
+	return r.execSync(ctx, containerID, id.ID, cmd, timeout, ceilSeconds(timeout))
+}
+
+// execSync makes the ExecSync call with criTimeout (whole seconds, 0 none)
+// for the runtime, and waits up to criTimeout plus criSlack for its answer.
+// An error once timeout has passed is a *TimeoutError.
+func (r *CRI) execSync(ctx context.Context, containerID, id string, cmd []string, timeout time.Duration, criTimeout int64) ([]byte, int, error) {
+	req := &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: criTimeout}
 	var budget time.Duration
-	if timeout > 0 {
-		budget = time.Duration(req.Timeout)*time.Second + criSlack
+	if criTimeout > 0 {
+		budget = time.Duration(criTimeout)*time.Second + criSlack
 	}
 	callCtx, cancel := withOptionalTimeout(ctx, budget)
 	defer cancel()
@@ -90,7 +97,7 @@ func (r *CRI) ExecInContainer(ctx context.Context, containerID string, cmd []str
 		case timeout > 0 && (status.Code(err) == codes.DeadlineExceeded || time.Since(start) >= timeout):
 			return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout}
 		}
-		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, r.classify(ctx, id.ID, err))
+		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, r.classify(ctx, id, err))
 	}
 	return combineOutput(resp.GetStdout(), resp.GetStderr()), int(resp.GetExitCode()), nil
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -19,15 +20,16 @@ const maxMsgSize = 16 << 20
 
 // New returns the Runtime that Options select.
 //
-// With Type "auto", New asks the endpoint for containerd's version service:
-// if it answers, the native client is used, otherwise CRI (CRI-O, or anything
-// else that speaks only CRI). Native is preferred on containerd because it
-// can kill a timed-out probe's whole process tree, streams output into a
-// 10 KiB buffer instead of having containerd hold up to 16 MiB per stream,
-// honours sub-second timeouts and does not hang on a child that keeps the
-// output pipe open. CRI needs nothing but the socket.
+// With Type "auto", New asks the endpoint for containerd's version service,
+// then for CRI's. containerd with its CRI plugin gets containerd-cri: execs
+// through CRI, as the kubelet runs them (the cheapest path, measured), with
+// the native client killing a timed-out probe's whole process tree and
+// honouring sub-second timeouts. containerd without CRI gets the native
+// client, which also streams output into a 10 KiB buffer instead of having
+// containerd hold up to 16 MiB per stream. Anything else (CRI-O) gets CRI,
+// which needs nothing but the socket.
 //
-// "containerd" and "cri" connect lazily and do not fail when the runtime is
+// The explicit types connect lazily and do not fail when the runtime is
 // down; Ready reports that. "auto" must reach the runtime to decide.
 func New(ctx context.Context, o Options) (Runtime, error) {
 	if err := o.complete(); err != nil {
@@ -45,8 +47,11 @@ func New(ctx context.Context, o Options) (Runtime, error) {
 		}
 	}
 	klog.FromContext(ctx).Info("Container runtime client", "type", typ, "endpoint", o.Endpoint, "requested", o.Type)
-	if typ == TypeNative {
+	switch typ {
+	case TypeNative:
 		return newContainerd(conn, o)
+	case TypeContainerdCRI:
+		return newContainerdCRI(conn, o)
 	}
 	return newCRI(conn), nil
 }
@@ -61,7 +66,8 @@ func dial(endpoint string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// detect tells containerd from a CRI-only runtime by its version service.
+// detect tells containerd, with or without CRI, from a CRI-only runtime by
+// their version services.
 func detect(ctx context.Context, conn *grpc.ClientConn, o Options) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.DetectTimeout)
 	defer cancel()
@@ -69,9 +75,17 @@ func detect(ctx context.Context, conn *grpc.ClientConn, o Options) (string, erro
 	_, err := versionapi.NewVersionClient(conn).Version(ctx, &emptypb.Empty{}, grpc.WaitForReady(true))
 	switch status.Code(err) {
 	case codes.OK:
-		return TypeNative, nil
 	case codes.Unimplemented:
 		return TypeCRI, nil
+	default:
+		return "", fmt.Errorf("detect runtime at %s: %w", o.Endpoint, err)
 	}
-	return "", fmt.Errorf("detect runtime at %s: %w", o.Endpoint, err)
+	_, err = runtimeapi.NewRuntimeServiceClient(conn).Version(ctx, &runtimeapi.VersionRequest{})
+	switch status.Code(err) {
+	case codes.OK:
+		return TypeContainerdCRI, nil
+	case codes.Unimplemented:
+		return TypeNative, nil
+	}
+	return "", fmt.Errorf("detect runtime at %s: containerd answers, its CRI service: %w", o.Endpoint, err)
 }

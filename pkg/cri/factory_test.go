@@ -25,6 +25,10 @@ type fakeCRI struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 }
 
+func (fakeCRI) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "fake"}, nil
+}
+
 func (fakeCRI) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
@@ -54,9 +58,12 @@ func TestNewAutoDetects(t *testing.T) {
 		register func(*grpc.Server)
 		want     string
 	}{
-		{"containerd answers its version service", func(s *grpc.Server) {
+		{"containerd with its CRI plugin", func(s *grpc.Server) {
 			versionapi.RegisterVersionServer(s, fakeVersion{})
 			runtimeapi.RegisterRuntimeServiceServer(s, fakeCRI{})
+		}, TypeContainerdCRI},
+		{"containerd without CRI", func(s *grpc.Server) {
+			versionapi.RegisterVersionServer(s, fakeVersion{})
 		}, TypeNative},
 		{"CRI only (CRI-O)", func(s *grpc.Server) {
 			runtimeapi.RegisterRuntimeServiceServer(s, fakeCRI{})

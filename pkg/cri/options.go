@@ -9,13 +9,17 @@ import (
 
 // Implementation names for Options.Type.
 const (
-	// TypeAuto picks the native containerd client when the endpoint answers
-	// containerd's own API, and CRI otherwise.
+	// TypeAuto picks containerd-cri when the endpoint answers both
+	// containerd's own API and CRI, the native client when it answers only
+	// containerd's, and CRI otherwise.
 	TypeAuto = "auto"
 	// TypeNative is the native containerd client ("containerd").
 	TypeNative = "containerd"
 	// TypeCRI is the CRI RuntimeService over gRPC ("cri").
 	TypeCRI = "cri"
+	// TypeContainerdCRI runs execs through CRI on containerd and kills and
+	// stops through the native client ("containerd-cri"; see ContainerdCRI).
+	TypeContainerdCRI = "containerd-cri"
 )
 
 // Defaults for Options.
@@ -34,7 +38,7 @@ type Options struct {
 	// Namespace is the containerd namespace (native only); default "k8s.io",
 	// where the CRI plugin keeps Kubernetes containers.
 	Namespace string
-	// Type is "containerd", "cri" or "auto" (default).
+	// Type is "containerd-cri", "containerd", "cri" or "auto" (default).
 	Type string
 	// FIFODir is where the native client creates exec FIFOs; default DefaultFIFODir.
 	FIFODir string
@@ -57,9 +61,9 @@ func (o *Options) complete() error {
 	switch o.Type {
 	case "":
 		o.Type = TypeAuto
-	case TypeAuto, TypeNative, TypeCRI:
+	case TypeAuto, TypeNative, TypeCRI, TypeContainerdCRI:
 	default:
-		return fmt.Errorf("runtime type %q: want %q, %q or %q", o.Type, TypeNative, TypeCRI, TypeAuto)
+		return fmt.Errorf("runtime type %q: want %q, %q, %q or %q", o.Type, TypeContainerdCRI, TypeNative, TypeCRI, TypeAuto)
 	}
 	if o.FIFODir == "" {
 		o.FIFODir = DefaultFIFODir

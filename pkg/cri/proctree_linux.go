@@ -132,8 +132,12 @@ func (h procHandle) close() {
 	}
 }
 
-// procStat is what we need from /proc/<pid>/stat.
-type procStat struct{ ppid, session int }
+// procStat is what we need from /proc/<pid>/stat. start is in clock ticks
+// since boot.
+type procStat struct {
+	ppid, session int
+	start         uint64
+}
 
 // readStat parses /proc/<pid>/stat. The command name may hold spaces and
 // parentheses, so fields are counted after its last ')'.
@@ -146,16 +150,43 @@ func readStat(pid int) (procStat, error) {
 	if i < 0 {
 		return procStat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
-	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ...
-	if len(f) < 4 {
+	f := strings.Fields(string(b[i+1:])) // state ppid pgrp session ... (field 22, starttime, is f[19])
+	if len(f) < 20 {
 		return procStat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	session, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil {
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, fmt.Errorf("malformed /proc/%d/stat", pid)
 	}
-	return procStat{ppid: ppid, session: session}, nil
+	return procStat{ppid: ppid, session: session, start: start}, nil
+}
+
+// userHZ is the unit of /proc/<pid>/stat's times; 100 on every Linux ABI.
+const userHZ = 100
+
+// bootTicks is now in /proc/<pid>/stat's starttime unit: clock ticks of
+// CLOCK_BOOTTIME, which the kernel counts process start times in.
+func bootTicks() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Sec)*userHZ + uint64(ts.Nsec)/(1e9/userHZ)
+}
+
+// readCmdline returns /proc/<pid>/cmdline's arguments.
+func readCmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSuffix(b, []byte{0})
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return strings.Split(string(b), "\x00"), nil
 }
 
 // inContainerCgroup reports whether /proc/<pid>/cgroup places the process in
@@ -180,4 +211,18 @@ func inContainerCgroup(pid int, id string) bool {
 		}
 	}
 	return false
+}
+
+// readProcs reads the owned processes among pids; those gone are skipped.
+func readProcs(pids []int, owned func(int) bool) []procInfo {
+	procs := make([]procInfo, 0, len(pids))
+	for _, pid := range pids {
+		st, err := readStat(pid)
+		if err != nil || !owned(pid) {
+			continue
+		}
+		cmdline, _ := readCmdline(pid)
+		procs = append(procs, procInfo{pid: pid, session: st.session, start: st.start, cmdline: cmdline})
+	}
+	return procs
 }

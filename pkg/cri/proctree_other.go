@@ -11,3 +11,7 @@ func killProcessTree(context.Context, int, func(context.Context) ([]int, error),
 }
 
 func inContainerCgroup(int, string) bool { return false }
+
+func bootTicks() uint64 { return 0 }
+
+func readProcs([]int, func(int) bool) []procInfo { return nil }

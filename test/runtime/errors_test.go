@@ -12,9 +12,9 @@ import (
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
-// TestAutoPicksNativeOnContainerd: containerd answers its own API, so "auto"
-// takes the native client; a cri-o:// ID is then refused clearly.
-func TestAutoPicksNativeOnContainerd(t *testing.T) {
+// TestAutoPicksContainerdCRIOnContainerd: containerd answers its own API and
+// CRI, so "auto" takes containerd-cri; a cri-o:// ID is then refused clearly.
+func TestAutoPicksContainerdCRIOnContainerd(t *testing.T) {
 	h := need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -23,7 +23,7 @@ func TestAutoPicksNativeOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if got := cri.RuntimeName(rt); got != cri.TypeNative {
+	if got := cri.RuntimeName(rt); got != cri.TypeContainerdCRI {
 		t.Fatalf("auto picked %q on containerd", got)
 	}
 	c := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
@@ -32,6 +32,6 @@ func TestAutoPicksNativeOnContainerd(t *testing.T) {
 	}
 	_, _, err = rt.ExecInContainer(ctx, "cri-o://"+c.ID, []string{"true"}, 5*time.Second)
 	if !errors.Is(err, cri.ErrUnsupportedRuntime) {
-		t.Fatalf("cri-o ID on the native client: %v", err)
+		t.Fatalf("cri-o ID on containerd-cri: %v", err)
 	}
 }

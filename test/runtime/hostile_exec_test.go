@@ -60,13 +60,13 @@ func TestHostileExec(t *testing.T) {
 			cmd := []string{"yes", "hostile-5060"}
 			got := probeWithin(t, p, execSpec(timeout, cmd...), target, nil, 3*(timeout+execMargin))
 			t.Logf("%v", got)
-			if isNative(rt) {
+			if killsTree(rt) {
 				want := timedOut(cmd, timeout)
 				if got.res != results.Failure || got.out != want || got.err != nil {
-					t.Errorf("native: want failure %q, got %v", want, got)
+					t.Errorf("%s: want failure %q, got %v", cri.RuntimeName(rt), want, got)
 				}
 				if left := processesMatching(t, c.ID, "hostile-5060"); len(left) > 0 {
-					t.Errorf("native: left running: %v", left)
+					t.Errorf("%s: left running: %v", cri.RuntimeName(rt), left)
 				}
 			} else if got.res != results.Failure {
 				t.Errorf("CRI: want a failure, got %v", got)
@@ -85,13 +85,13 @@ func TestHostileExec(t *testing.T) {
 			}
 			left := processesMatching(t, c.ID, "sleep 507")
 			t.Logf("left in the container: %v", left)
-			if isNative(rt) {
+			if killsTree(rt) {
 				// The whole tree, the setsid child included, is gone.
 				if len(left) > 0 {
-					t.Errorf("native: processes survived the timeout: %v", left)
+					t.Errorf("%s: processes survived the timeout: %v", cri.RuntimeName(rt), left)
 				}
 				if z := zombies(t, c.ID); len(z) > 0 {
-					t.Errorf("native: zombies: %v", z)
+					t.Errorf("%s: zombies: %v", cri.RuntimeName(rt), z)
 				}
 			}
 			// CRI (containerd 1.6) kills only the command, as for the kubelet.

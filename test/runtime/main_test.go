@@ -94,6 +94,9 @@ var impls = []impl{
 	{"cri", func(h *ctrd.Containerd) cri.Options {
 		return cri.Options{Endpoint: h.Endpoint(), Type: cri.TypeCRI}
 	}},
+	{"containerd-cri", func(h *ctrd.Containerd) cri.Options {
+		return cri.Options{Endpoint: h.Endpoint(), Type: cri.TypeContainerdCRI}
+	}},
 }
 
 // forEachImpl runs f as a subtest per implementation, each with a fresh

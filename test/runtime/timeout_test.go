@@ -15,6 +15,13 @@ import (
 
 func isNative(rt cri.Runtime) bool { return cri.RuntimeName(rt) == cri.TypeNative }
 
+// killsTree: the native client, and containerd-cri through it, kill a
+// timed-out command's whole process tree; plain CRI kills the command alone.
+func killsTree(rt cri.Runtime) bool {
+	n := cri.RuntimeName(rt)
+	return n == cri.TypeNative || n == cri.TypeContainerdCRI
+}
+
 func TestExecTimeout(t *testing.T) {
 	c := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
@@ -43,7 +50,7 @@ func TestExecTimeout(t *testing.T) {
 		})
 
 		// The command forks children that hang, one in a session of its own.
-		// Native: the whole tree is found through /proc and killed.
+		// Native and containerd-cri: the whole tree is found through /proc and killed.
 		// CRI (containerd 1.6): only the command is killed; its children live on
 		// and, holding the output pipe, keep containerd's ExecSync from
 		// returning, so the call ends at our deadline (timeout + 2s slack).
@@ -58,12 +65,12 @@ func TestExecTimeout(t *testing.T) {
 			}
 			left := processesMatching(t, c.ID, "sleep "+marker)
 			t.Logf("timed out after %v; left in the container: %v", elapsed, left)
-			if isNative(rt) {
+			if killsTree(rt) {
 				if elapsed > 2*time.Second {
 					t.Errorf("returned after %v, want < 2s", elapsed)
 				}
 				if len(left) > 0 {
-					t.Errorf("native: children survived the timeout: %v", left)
+					t.Errorf("%s: children survived the timeout: %v", cri.RuntimeName(rt), left)
 				}
 				if z := zombies(t, c.ID); len(z) > 0 {
 					t.Errorf("zombies: %v", z)
@@ -98,8 +105,8 @@ func TestExecTimeout(t *testing.T) {
 		})
 
 		// The command exits but leaves a child holding the output pipe open.
-		// Native: output is read until the timeout, then the child (still in
-		// the command's session) is killed; the exit code stands.
+		// Native and containerd-cri: output is read until the timeout, then the
+		// child (still in the command's session) is killed; the exit code stands.
 		// CRI (containerd 1.6) waits for the pipe and times out.
 		t.Run("exits leaving a child on the pipe", func(t *testing.T) {
 			const timeout = 3 * time.Second // the command itself must finish well within it
@@ -109,12 +116,12 @@ func TestExecTimeout(t *testing.T) {
 			elapsed := time.Since(start)
 			left := processesMatching(t, c.ID, "3036")
 			t.Logf("after %v: out=%q code=%d err=%v; left in the container: %v", elapsed, out, code, err, left)
-			if isNative(rt) {
+			if killsTree(rt) {
 				if err != nil || code != 0 || string(out) != "started\n" {
-					t.Errorf("native: want exit 0 with its output, got %q %d %v", out, code, err)
+					t.Errorf("%s: want exit 0 with its output, got %q %d %v", cri.RuntimeName(rt), out, code, err)
 				}
 				if len(left) > 0 {
-					t.Errorf("native: the child holding the pipe survived: %v", left)
+					t.Errorf("%s: the child holding the pipe survived: %v", cri.RuntimeName(rt), left)
 				}
 			} else if err != nil && !cri.IsTimeout(err) {
 				t.Errorf("CRI: want success or a timeout, got %v", err)

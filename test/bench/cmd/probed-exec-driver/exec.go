@@ -26,8 +26,10 @@ import (
 
 // runExec starts a private containerd with test/harness/containerd, runs one
 // idle busybox container, and drives `true` exec probes through probed's
-// Prober over both pkg/cri runtimes (each behind the per-node cap, as in
-// probed) at each rate, alternating the order of the two per repetition.
+// Prober over the pkg/cri runtimes for containerd (each behind the per-node
+// cap, as in probed) at each rate, rotating their order per repetition:
+// containerd-cri (probed's default), the native client, and CRI, the
+// kubelet's path.
 func runExec(args []string) (any, error) {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	repo := fs.String("repo", ".", "repository root (for .cache/images)")
@@ -106,6 +108,7 @@ func runExec(args []string) (any, error) {
 	}
 	var impls []impl
 	for _, o := range []cri.Options{
+		{Endpoint: h.Endpoint(), Type: cri.TypeContainerdCRI},
 		{Endpoint: h.Endpoint(), Type: cri.TypeNative, FIFODir: h.FIFODir()},
 		{Endpoint: h.Endpoint(), Type: cri.TypeCRI},
 	} {
@@ -144,10 +147,9 @@ func runExec(args []string) (any, error) {
 	time.Sleep(time.Second)
 	for rep := range *reps {
 		for ri, rate := range rates {
-			order := impls
-			if rep%2 == 1 {
-				order = []impl{impls[1], impls[0]}
-			}
+			// Each repetition starts with the next runtime, so none is always first.
+			k := rep % len(impls)
+			order := append(append([]impl{}, impls[k:]...), impls[:k]...)
 			for _, im := range order {
 				profile := *cpuProfile != "" && rep == 0 && ri == len(rates)-1 && im.name == cri.TypeNative
 				if profile {

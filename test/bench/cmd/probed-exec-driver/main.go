@@ -1,5 +1,5 @@
 // Command probed-exec-driver runs exec probes through probed's Prober over
-// both pkg/cri runtimes against a private containerd (figure 6). It is apart
+// the pkg/cri runtimes for containerd against a private containerd (figure 6). It is apart
 // from probed-driver so that the network driver does not link the
 // containerd client: its init-time heap would change the GC pacing, and so
 // the CPU, of the network figures.

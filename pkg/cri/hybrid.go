@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	containerd "github.com/containerd/containerd"
 	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 )
@@ -16,8 +17,9 @@ import (
 //
 //   - On a timeout it finds the exec's processes through the shim and /proc
 //     and kills the whole tree, as Containerd does; CRI would kill the command
-//     alone. Its own timer fires at the probe's timeout (sub-second ones
-//     included); containerd's CRI timeout is a backstop a second later.
+//     alone. Its own timer counts the probe's timeout from the command's start,
+//     as containerd does (sub-second timeouts included); containerd's CRI
+//     timeout is a backstop a second later.
 //   - When the command has exited but processes it left behind hold its
 //     output open, they are killed at the timeout and the exit code stands.
 //   - It stops containers (Containerd.StopContainer).
@@ -64,6 +66,11 @@ func (r *ContainerdCRI) StopContainer(ctx context.Context, containerID string, g
 
 // ExecInContainer runs cmd through CRI ExecSync, and kills its process tree
 // if it is still running at timeout (see ContainerdCRI). timeout <= 0 means none.
+//
+// The timeout counts from the command's start, as containerd counts it for
+// the kubelet: when the timer finds the command younger than timeout (the
+// runtime was slow to start it), it waits out the rest. A command not seen
+// at all yet gets one more timeout to appear.
 func (r *ContainerdCRI) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	id, err := r.native.parseID(containerID)
 	if err != nil {
@@ -77,66 +84,103 @@ func (r *ContainerdCRI) ExecInContainer(ctx context.Context, containerID string,
 	}
 	x := r.inflight.add(id, cmd)
 	defer r.inflight.remove(x)
-	var killed killOutcome
-	killDone := make(chan struct{})
-	timer := time.AfterFunc(timeout, func() {
-		defer close(killDone)
-		killed = r.killTimedOut(ctx, containerID, x)
-	})
-	out, code, err := r.cri.execSync(ctx, containerID, id, cmd, timeout, ceilSeconds(timeout)+1)
-	if timer.Stop() {
-		return out, code, err // done before the timeout
+	type reply struct {
+		out  []byte
+		code int
+		err  error
 	}
-	<-killDone
-	switch {
-	case ctx.Err() != nil:
-		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ctx.Err())
-	case err == nil && !killed.rootAlive:
-		// The command had exited; what we killed held its output open.
-		return out, code, nil
+	replies := make(chan reply, 1)
+	go func() {
+		out, code, err := r.cri.execSync(ctx, containerID, id, cmd, timeout, ceilSeconds(timeout)+1)
+		replies <- reply{out, code, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	waitedToAppear := false
+	for {
+		select {
+		case rep := <-replies:
+			return rep.out, rep.code, rep.err // done before the timeout
+		case <-timer.C:
+		}
+		found := r.findExec(ctx, containerID, x)
+		if found.root == 0 && !found.blind && !waitedToAppear {
+			waitedToAppear = true
+			timer.Reset(timeout)
+			continue
+		}
+		if age := ticksToDuration(bootTicks() - found.start); found.alive && age+tick < timeout {
+			timer.Reset(timeout - age)
+			continue
+		}
+		commandKilled := r.killExec(ctx, containerID, x, found)
+		rep := <-replies
+		switch {
+		case ctx.Err() != nil:
+			return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ctx.Err())
+		case rep.err == nil && !commandKilled:
+			// The command had exited; what we killed held its output open.
+			return rep.out, rep.code, nil
+		}
+		return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout}
 	}
-	return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout}
 }
 
-// killOutcome is what a timeout's kill found.
-type killOutcome struct {
-	rootAlive bool // the command itself was still running
-	killed    int  // processes signalled
+// tick is /proc's time unit.
+const tick = time.Second / userHZ
+
+func ticksToDuration(t uint64) time.Duration { return time.Duration(t) * tick }
+
+// foundExec is where a timed-out exec's processes are.
+type foundExec struct {
+	root  int    // its session (the command's PID); 0: none found
+	alive bool   // the command itself still runs
+	start uint64 // when it, or what it left, started (ticks since boot)
+	blind bool   // the container's processes cannot be seen or listed
+	task  containerd.Task
 }
 
-// killTimedOut finds x's processes in its container and kills them: the
-// command and its tree while it runs, or else what it left in its session.
-func (r *ContainerdCRI) killTimedOut(ctx context.Context, containerID string, x *inflightExec) killOutcome {
+// findExec looks for x's processes in its container (see pickExecRoot).
+func (r *ContainerdCRI) findExec(ctx context.Context, containerID string, x *inflightExec) foundExec {
 	ctx, cancel := context.WithTimeout(r.native.withNamespace(context.WithoutCancel(ctx)), cleanupTimeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
 	t, _, err := r.native.execTarget(ctx, containerID, x.id)
 	if err != nil {
 		logger.V(2).Info("Timed-out exec: container not found for the kill", "containerID", containerID, "err", err)
-		return killOutcome{}
+		return foundExec{blind: true}
 	}
 	if !r.native.procVisible(ctx, containerID, x.id, t.task) {
-		return killOutcome{}
+		return foundExec{blind: true}
 	}
-	list := taskPids(t.task)
-	pids, err := list(ctx)
+	pids, err := taskPids(t.task)(ctx)
 	if err != nil {
 		logger.Error(err, "Timed-out exec: listing the container's processes", "containerID", containerID)
-		return killOutcome{}
+		return foundExec{blind: true}
 	}
 	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
 	initPID := r.native.initPID(ctx, x.id, t.task)
-	root, alive := pickExecRoot(readProcs(pids, owned), initPID, x.cmd, x.start, r.inflight.othersCmds(x))
-	if root <= 0 {
-		logger.V(4).Info("Timed-out exec: no process of it left", "containerID", containerID)
-		return killOutcome{}
+	root, alive, start := pickExecRoot(readProcs(pids, owned), initPID, x.cmd, x.start, r.inflight.othersCmds(x))
+	return foundExec{root: root, alive: alive, start: start, task: t.task}
+}
+
+// killExec kills what findExec found, and reports whether that included the
+// command itself.
+func (r *ContainerdCRI) killExec(ctx context.Context, containerID string, x *inflightExec, f foundExec) bool {
+	if f.root <= 0 {
+		klog.FromContext(ctx).V(4).Info("Timed-out exec: no process of it to kill", "containerID", containerID, "blind", f.blind)
+		return false
 	}
-	n, err := killProcessTree(ctx, root, list, owned)
+	ctx, cancel := context.WithTimeout(r.native.withNamespace(context.WithoutCancel(ctx)), cleanupTimeout)
+	defer cancel()
+	logger := klog.FromContext(ctx)
+	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
+	n, err := killProcessTree(ctx, f.root, taskPids(f.task), owned)
 	if err != nil {
-		logger.Error(err, "Killing a timed-out exec's processes", "containerID", containerID, "session", root)
+		logger.Error(err, "Killing a timed-out exec's processes", "containerID", containerID, "session", f.root)
 	}
-	logger.V(4).Info("Killed timed-out exec", "containerID", containerID, "session", root, "commandRunning", alive, "processes", n)
-	return killOutcome{rootAlive: alive, killed: n}
+	logger.V(4).Info("Killed timed-out exec", "containerID", containerID, "session", f.root, "commandRunning", f.alive, "processes", n)
+	return f.alive
 }
 
 // inflightExec is one exec waiting on ExecSync.

@@ -2,6 +2,9 @@ package cri
 
 import "slices"
 
+// userHZ is the unit of /proc/<pid>/stat's times; 100 on every Linux ABI.
+const userHZ = 100
+
 // procInfo is one process of a container, from /proc.
 type procInfo struct {
 	pid, session int
@@ -11,7 +14,7 @@ type procInfo struct {
 
 // pickExecRoot finds the session of an exec that started at ticks start
 // with cmd, among a container's processes, and says whether its command
-// (the session leader) still runs. 0 means none.
+// (the session leader) still runs, and since when. 0 means none.
 //
 // runc makes every exec'd command a session leader, so the candidates are
 // the session leaders, other than init's session, that started at or after
@@ -24,8 +27,8 @@ type procInfo struct {
 // With no leader left (the command exited), it is the earliest-started
 // session, whose leader is gone, of processes started since: what the
 // command left behind.
-func pickExecRoot(procs []procInfo, initPID int, cmd []string, start uint64, others [][]string) (root int, alive bool) {
-	since := func(p procInfo) bool { return p.start+1 >= start }
+func pickExecRoot(procs []procInfo, initPID int, cmd []string, start uint64, others [][]string) (root int, alive bool, since uint64) {
+	recent := func(p procInfo) bool { return p.start+1 >= start }
 	initSession := 0
 	live := make(map[int]bool, len(procs))
 	for _, p := range procs {
@@ -38,7 +41,7 @@ func pickExecRoot(procs []procInfo, initPID int, cmd []string, start uint64, oth
 	earlier := func(cur *procInfo, p *procInfo) bool { return cur == nil || p.start < cur.start }
 	for i := range procs {
 		p := &procs[i]
-		if p.pid == initPID || p.session == initSession || !since(*p) {
+		if p.pid == initPID || p.session == initSession || !recent(*p) {
 			continue
 		}
 		switch {
@@ -58,11 +61,11 @@ func pickExecRoot(procs []procInfo, initPID int, cmd []string, start uint64, oth
 	}
 	switch {
 	case exact != nil:
-		return exact.pid, true
+		return exact.pid, true, exact.start
 	case other != nil:
-		return other.pid, true
+		return other.pid, true, other.start
 	case orphan != nil:
-		return orphan.session, false
+		return orphan.session, false, orphan.start
 	}
-	return 0, false
+	return 0, false, 0
 }

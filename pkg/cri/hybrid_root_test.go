@@ -49,7 +49,7 @@ func TestPickExecRoot(t *testing.T) {
 		}, nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root, alive := pickExecRoot(tc.procs, initPID, cmd, t0, tc.others)
+			root, alive, _ := pickExecRoot(tc.procs, initPID, cmd, t0, tc.others)
 			if root != tc.wantRoot || alive != tc.wantAlive {
 				t.Errorf("got (%d, %v), want (%d, %v)", root, alive, tc.wantRoot, tc.wantAlive)
 			}

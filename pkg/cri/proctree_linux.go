@@ -163,9 +163,6 @@ func readStat(pid int) (procStat, error) {
 	return procStat{ppid: ppid, session: session, start: start}, nil
 }
 
-// userHZ is the unit of /proc/<pid>/stat's times; 100 on every Linux ABI.
-const userHZ = 100
-
 // bootTicks is now in /proc/<pid>/stat's starttime unit: clock ticks of
 // CLOCK_BOOTTIME, which the kernel counts process start times in.
 func bootTicks() uint64 {

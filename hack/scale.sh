@@ -5,7 +5,7 @@
 # readiness transitions, liveness kills, an event storm, a rolling restart of
 # every probed and an apiserver restart. Writes .cache/scale/result.json
 # (SCALE_OUT); docs/scale.md explains the figures. Then the kubelet-alone
-# comparison on a real node (.cache/scale/kubelet.json). About 10 minutes on 2 cores.
+# comparison on a real node (.cache/scale/kubelet.json). About 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/install-deps.sh
@@ -20,6 +20,8 @@ export SCALE_PROBED_FLAGS="${SCALE_PROBED_FLAGS-}"
 export SCALE_OUT="${SCALE_OUT:-$PWD/.cache/scale/result.json}"
 echo "==> scale: $SCALE_NODES nodes × $SCALE_PODS pods, phases $SCALE_PHASES"
 go test -v -count=1 -tags scale -timeout 40m ./test/scale/
+# The same SCALE_PODS, SCALE_STORM and SCALE_PHASES shape the kubelet's side
+# (its restart phase restarts the kubelet).
 echo "==> scale: the kubelet alone, same probes, on a real node"
 SCALE_KUBELET_OUT="${SCALE_KUBELET_OUT:-$PWD/.cache/scale/kubelet.json}" \
   go test -v -count=1 -tags scale -timeout 20m ./test/scale/kubeletside/

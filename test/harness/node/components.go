@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -125,12 +126,34 @@ func (n *Node) startKubelet() error {
 		"--v=2",
 	}
 	args = append(args, n.opts.KubeletFlags...)
+	n.kubeletArgs = args
 	p, err := startProcess(n.RunDir, kubeletName, filepath.Join(n.opts.BinDir, kubeletName), args, n.opts.Detach)
 	if err != nil {
 		return err
 	}
 	n.setProc(kubeletName, p)
 	n.logf("kubelet started (port %d, pod subnet %s on bridge %s)", port, n.PodSubnet, n.Bridge)
+	return nil
+}
+
+// RestartKubelet stops the kubelet (SIGTERM, as a service manager's restart
+// does) and starts it again with the same command line and configuration,
+// ports included. The pods' containers keep running in containerd. It
+// returns once the new process runs, not when it is ready.
+func (n *Node) RestartKubelet() error {
+	p := n.proc(kubeletName)
+	if p == nil || n.kubeletArgs == nil {
+		return errors.New("the kubelet was not started")
+	}
+	if err := p.Stop(15 * time.Second); err != nil {
+		return err
+	}
+	np, err := startProcess(n.RunDir, kubeletName, filepath.Join(n.opts.BinDir, kubeletName), n.kubeletArgs, n.opts.Detach)
+	if err != nil {
+		return err
+	}
+	n.setProc(kubeletName, np)
+	n.logf("kubelet restarted")
 	return nil
 }
 

@@ -124,6 +124,9 @@ type Node struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// kubeletArgs is the kubelet's command line, for RestartKubelet.
+	kubeletArgs []string
 }
 
 // nodeState is RunDir/node.json: what StopRunDir needs to clean up after a

@@ -25,6 +25,7 @@ import (
 //	watchbytes <Kind>                 apiserver_watch_events_sizes_sum
 //	watches <resource>                apiserver_longrunning_requests{verb="WATCH"} (a gauge)
 //	lat APPLY pods/status (sum|count) apiserver_request_duration_seconds, probed's condition writes
+//	lat PATCH pods/status (sum|count) the same, for the kubelet's status patches
 type Counters map[string]float64
 
 // gauges are not deltas: a difference of two readings means nothing.
@@ -74,8 +75,9 @@ func Scrape(ctx context.Context, c kubernetes.Interface) (Counters, error) {
 				out["watches pods"] += v
 			}
 		case "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count":
-			if labels["verb"] == "APPLY" && labels["resource"] == "pods" && labels["subresource"] == "status" {
-				out["lat APPLY pods/status "+strings.TrimPrefix(name, "apiserver_request_duration_seconds_")] += v
+			// APPLY is probed's condition write; PATCH the kubelet's.
+			if verb := labels["verb"]; (verb == "APPLY" || verb == "PATCH") && labels["resource"] == "pods" && labels["subresource"] == "status" {
+				out["lat "+verb+" pods/status "+strings.TrimPrefix(name, "apiserver_request_duration_seconds_")] += v
 			}
 		}
 	}

@@ -51,6 +51,10 @@ type result struct {
 	KillWindow        map[string]float64 `json:"killWindow"`
 	PerKill           perEvent           `json:"perKill"`
 	KubeletOtherPerMn float64            `json:"kubeletOtherRequestsPerMinute"`
+	Config            config             `json:"config"`
+	Storm             *stormResult       `json:"storm,omitempty"`
+	KubeletRestart    *restartResult     `json:"kubeletRestart,omitempty"`
+	APIServerRestart  *restartResult     `json:"apiserverRestart,omitempty"`
 }
 
 type perEvent struct {
@@ -67,9 +71,15 @@ func per(d apiload.Counters, n int) perEvent {
 // TestKubeletAlone runs pods whose probes the kubelet runs (the same
 // readiness and liveness timings as the scale harness's pods), and counts
 // the kubelet's writes at steady state, per readiness transition and per
-// liveness kill.
+// liveness kill. Then, on SCALE_PODS site pods probed like the scale
+// harness's, it runs the probed side's storm, a restart of the kubelet (the
+// analog of restarting probed) and an apiserver restart.
 func TestKubeletAlone(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 18*time.Minute)
 	defer cancel()
 	n, err := node.Start(ctx, node.Options{Logf: t.Logf, Images: []string{"busybox", "pause", "probe-target"}})
 	if errors.Is(err, controlplane.ErrBinaryMissing) || errors.Is(err, containerd.ErrMissingBinaries) {
@@ -84,7 +94,7 @@ func TestKubeletAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	const pods, killPods = 10, 3
-	res := &result{Pods: pods, KillPods: killPods}
+	res := &result{Pods: pods, KillPods: killPods, Config: cfg}
 	var names, kills []string
 	for i := range pods {
 		names = append(names, fmt.Sprintf("ready-%d", i))
@@ -105,24 +115,52 @@ func TestKubeletAlone(t *testing.T) {
 		t.Errorf("steady state: the kubelet wrote pod status or events %g times; want 0", w)
 	}
 
-	d = measure(ctx, t, c, func() {
-		post(t, ips, names, "/fail")
-		waitPods(ctx, t, c, names, func(p *corev1.Pod) bool { return !podReady(p) })
-		settle(ctx, t, c)
-		post(t, ips, names, "/recover")
-		waitPods(ctx, t, c, names, podReady)
-		settle(ctx, t, c)
-	})
-	res.Transitions, res.TransitionWindow, res.PerTransition = 2*pods, d.NonZero(), per(d, 2*pods)
-
-	d = measure(ctx, t, c, func() {
-		post(t, ips, kills, "/fail")
-		waitPods(ctx, t, c, kills, func(p *corev1.Pod) bool {
-			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && podReady(p)
+	var quietPatchMs float64
+	if cfg.Phases["transitions"] {
+		d = measure(ctx, t, c, func() {
+			post(t, ips, names, "/fail")
+			waitPods(ctx, t, c, names, func(p *corev1.Pod) bool { return !podReady(p) })
+			settle(ctx, t, c)
+			post(t, ips, names, "/recover")
+			waitPods(ctx, t, c, names, podReady)
+			settle(ctx, t, c)
 		})
+		res.Transitions, res.TransitionWindow, res.PerTransition = 2*pods, d.NonZero(), per(d, 2*pods)
+		quietPatchMs = patchMs(d)
+	}
+
+	if cfg.Phases["kills"] {
+		d = measure(ctx, t, c, func() {
+			post(t, ips, kills, "/fail")
+			waitPods(ctx, t, c, kills, func(p *corev1.Pod) bool {
+				return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && podReady(p)
+			})
+			settle(ctx, t, c)
+		})
+		res.Kills, res.KillWindow, res.PerKill = killPods, d.NonZero(), per(d, killPods)
+	}
+
+	if cfg.sitePhases() {
+		// The site pods replace the first ones: SCALE_PODS=110 is the
+		// kubelet's whole pod limit.
+		deletePods(ctx, t, c, append(names, kills...))
+		s := startSite(t)
+		began := time.Now()
+		sitePods := createSitePods(ctx, t, c, s, cfg.Pods)
+		waitPods(ctx, t, c, sitePods, podReady)
 		settle(ctx, t, c)
-	})
-	res.Kills, res.KillWindow, res.PerKill = killPods, d.NonZero(), per(d, killPods)
+		t.Logf("%d site pods Ready in %v", cfg.Pods, time.Since(began).Round(time.Second))
+		if cfg.Phases["storm"] {
+			res.Storm = storm(ctx, t, c, s, sitePods, cfg.Storm)
+			res.Storm.QuietPatchMs = quietPatchMs
+		}
+		if cfg.Phases["restart"] {
+			res.KubeletRestart = kubeletRestart(ctx, t, n, sitePods)
+		}
+		if cfg.Phases["apiserver"] {
+			res.APIServerRestart = apiserverRestart(ctx, t, n, sitePods)
+		}
+	}
 
 	out := os.Getenv("SCALE_KUBELET_OUT")
 	if out == "" {
@@ -181,7 +219,7 @@ func post(t *testing.T, ips map[string]string, names []string, path string) {
 // waitPods polls until ok holds for every named pod; it returns their IPs.
 func waitPods(ctx context.Context, t *testing.T, c kubernetes.Interface, names []string, ok func(*corev1.Pod) bool) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(4 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute)
 	for {
 		ips := map[string]string{}
 		list, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -202,7 +240,7 @@ func waitPods(ctx context.Context, t *testing.T, c kubernetes.Interface, names [
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pods %v: condition not reached within 4m (%d match)", names, len(ips))
+			t.Fatalf("pods %v: condition not reached within 6m (%d match)", names, len(ips))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -22,8 +22,7 @@ func (r *Containerd) killTree(ctx context.Context, x *execution) int {
 	if !r.procVisible(ctx, x.containerID, x.id, x.task) {
 		return 0
 	}
-	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
-	n, err := killProcessTree(ctx, root, taskPids(x.task), owned)
+	n, err := killProcessTree(ctx, root, taskPids(x.task), inCgroupOf(x.id))
 	if err != nil {
 		logger.Error(err, "Killing a timed-out exec's processes", "containerID", x.containerID, "pid", root)
 	}
@@ -45,6 +44,12 @@ func (r *Containerd) procVisible(ctx context.Context, containerID, id string, ta
 			"containerID", containerID, "initPID", initPID)
 	})
 	return false
+}
+
+// inCgroupOf is the ownership check for container id's processes: only a
+// PID that /proc places in its cgroup is ever signalled.
+func inCgroupOf(id string) func(pid int) bool {
+	return func(pid int) bool { return inContainerCgroup(pid, id) }
 }
 
 // taskPids lists the PIDs in the task's cgroup as the shim sees them (host PIDs).

@@ -100,7 +100,7 @@ func (r *ContainerdCRI) ExecInContainer(ctx context.Context, containerID string,
 	for {
 		select {
 		case rep := <-replies:
-			return rep.out, rep.code, rep.err // done before the timeout
+			return rep.out, rep.code, rep.err // done before the timer had to act
 		case <-timer.C:
 		}
 		found := r.findExec(ctx, containerID, x)
@@ -158,9 +158,8 @@ func (r *ContainerdCRI) findExec(ctx context.Context, containerID string, x *inf
 		logger.Error(err, "Timed-out exec: listing the container's processes", "containerID", containerID)
 		return foundExec{blind: true}
 	}
-	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
 	initPID := r.native.initPID(ctx, x.id, t.task)
-	root, alive, start := pickExecRoot(readProcs(pids, owned), initPID, x.cmd, x.start, r.inflight.othersCmds(x))
+	root, alive, start := pickExecRoot(readProcs(pids, inCgroupOf(x.id)), initPID, x.cmd, x.start, r.inflight.othersCmds(x))
 	return foundExec{root: root, alive: alive, start: start, task: t.task}
 }
 
@@ -174,8 +173,7 @@ func (r *ContainerdCRI) killExec(ctx context.Context, containerID string, x *inf
 	ctx, cancel := context.WithTimeout(r.native.withNamespace(context.WithoutCancel(ctx)), cleanupTimeout)
 	defer cancel()
 	logger := klog.FromContext(ctx)
-	owned := func(pid int) bool { return inContainerCgroup(pid, x.id) }
-	n, err := killProcessTree(ctx, f.root, taskPids(f.task), owned)
+	n, err := killProcessTree(ctx, f.root, taskPids(f.task), inCgroupOf(x.id))
 	if err != nil {
 		logger.Error(err, "Killing a timed-out exec's processes", "containerID", containerID, "session", f.root)
 	}

@@ -255,7 +255,9 @@ var scenarios = []scenario{
 	// 9. "should *not* be restarted with a non-local redirect http liveness probe"
 	{"09-nonlocal-redirect-not-restarted", func(s *sc) {
 		pod := s.newPod("liveness", target([]int32{8080}, "--http=:8080", "--healthz-fail-after=10s"), probes{
-			Liveness: &v1.Probe{ProbeHandler: httpGetHandler("/redirect?loc="+url.QueryEscape("http://0.0.0.0/"), 8080), InitialDelaySeconds: 15, FailureThreshold: 1},
+			// TimeoutSeconds 5, as the other "not restarted" scenarios: the
+			// redirect is the subject, and a 1 s timeout on a loaded node is not.
+			Liveness: &v1.Probe{ProbeHandler: httpGetHandler("/redirect?loc="+url.QueryEscape("http://0.0.0.0/"), 8080), InitialDelaySeconds: 15, TimeoutSeconds: 5, FailureThreshold: 1},
 		})
 		s.runLivenessTest(pod, 0, 0)
 		s.expectEvent(warning, "ProbeWarning", `Liveness probe warning: Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.`)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,18 @@ func testProbedStayedUp(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("a minute after the scenarios' pods were deleted, %s still has %d of their series, e.g. %q", metrics, len(left), left[:min(3, len(left))])
+	}
+
+	// On containerd with its CRI plugin, "auto" runs execs through
+	// containerd-cri; the scenarios' exec probes, timeouts included, went there.
+	body, err := nd.ProbedGet(ctx, "/metrics")
+	if err != nil {
+		t.Fatalf("GET %s: %v", metrics, err)
+	}
+	for _, outcome := range []string{"success", "nonzero_exit", "timeout"} {
+		if !regexp.MustCompile(`(?m)^probed_runtime_exec_total\{[^}]*outcome="`+outcome+`"[^}]*runtime="containerd-cri"[^}]*\} [1-9]`).Match(body) &&
+			!regexp.MustCompile(`(?m)^probed_runtime_exec_total\{[^}]*runtime="containerd-cri"[^}]*outcome="`+outcome+`"[^}]*\} [1-9]`).Match(body) {
+			t.Errorf("%s: no exec with outcome %q counted on runtime containerd-cri", metrics, outcome)
+		}
 	}
 }

@@ -104,13 +104,9 @@ func (r *ContainerdCRI) ExecInContainer(ctx context.Context, containerID string,
 		case <-timer.C:
 		}
 		found := r.findExec(ctx, containerID, x)
-		if found.root == 0 && !found.blind && !waitedToAppear {
-			waitedToAppear = true
-			timer.Reset(timeout)
-			continue
-		}
-		if age := ticksToDuration(bootTicks() - found.start); found.alive && age+tick < timeout {
-			timer.Reset(timeout - age)
+		if wait := waitMore(found, bootTicks(), timeout, waitedToAppear); wait > 0 {
+			waitedToAppear = waitedToAppear || found.root == 0
+			timer.Reset(wait)
 			continue
 		}
 		commandKilled := r.killExec(ctx, containerID, x, found)
@@ -124,6 +120,22 @@ func (r *ContainerdCRI) ExecInContainer(ctx context.Context, containerID string,
 		}
 		return nil, -1, &TimeoutError{ContainerID: containerID, After: timeout}
 	}
+}
+
+// waitMore says how much longer to wait before killing what the timer found
+// at now (ticks since boot); 0 means kill now. A command younger than timeout
+// gets the rest of it; one not seen at all gets one more timeout to appear
+// (unless the container's processes cannot be seen).
+func waitMore(f foundExec, now uint64, timeout time.Duration, waitedToAppear bool) time.Duration {
+	switch {
+	case f.root == 0 && !f.blind && !waitedToAppear:
+		return timeout
+	case f.alive && now >= f.start:
+		if age := ticksToDuration(now - f.start); age+tick < timeout {
+			return timeout - age
+		}
+	}
+	return 0
 }
 
 // tick is /proc's time unit.

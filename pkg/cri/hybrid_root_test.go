@@ -1,6 +1,9 @@
 package cri
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPickExecRoot(t *testing.T) {
 	const initPID, t0 = 100, 5000
@@ -52,6 +55,32 @@ func TestPickExecRoot(t *testing.T) {
 			root, alive, _ := pickExecRoot(tc.procs, initPID, cmd, t0, tc.others)
 			if root != tc.wantRoot || alive != tc.wantAlive {
 				t.Errorf("got (%d, %v), want (%d, %v)", root, alive, tc.wantRoot, tc.wantAlive)
+			}
+		})
+	}
+}
+
+func TestWaitMore(t *testing.T) {
+	const now = 10_000 // ticks
+	second := uint64(userHZ)
+	for _, tc := range []struct {
+		name           string
+		f              foundExec
+		timeout        time.Duration
+		waitedToAppear bool
+		want           time.Duration
+	}{
+		{"running for its whole timeout: kill", foundExec{root: 7, alive: true, start: now - 2*second}, 2 * time.Second, false, 0},
+		{"started late, 0.5 s ago: wait the other 1.5 s", foundExec{root: 7, alive: true, start: now - second/2}, 2 * time.Second, false, 1500 * time.Millisecond},
+		{"within a tick of its timeout: kill", foundExec{root: 7, alive: true, start: now - 2*second + 1}, 2 * time.Second, false, 0},
+		{"not seen yet: one more timeout", foundExec{}, time.Second, false, time.Second},
+		{"still not seen after that: give up", foundExec{}, time.Second, true, 0},
+		{"cannot see the container's processes: no wait", foundExec{blind: true}, time.Second, false, 0},
+		{"only leftovers of an exited command: kill now", foundExec{root: 9, start: now - 1}, time.Second, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := waitMore(tc.f, now, tc.timeout, tc.waitedToAppear); got != tc.want {
+				t.Errorf("waitMore = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -27,12 +27,23 @@ type fakeProber struct {
 	mu     sync.Mutex
 	result map[string]results.Result
 	calls  map[string]int
+	// hold blocks a tcpSocket probe of this port until the channel closes.
+	hold map[int32]chan struct{}
+	held int // probes that reached a hold
 }
 
-func (f *fakeProber) Probe(_ context.Context, t prober.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (f *fakeProber) Probe(_ context.Context, t prober.ProbeType, spec *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.calls[target.ContainerID+"/"+t.String()]++
+	if spec != nil && spec.TCPSocket != nil {
+		if ch, ok := f.hold[spec.TCPSocket.Port.IntVal]; ok {
+			f.held++
+			f.mu.Unlock()
+			<-ch
+			f.mu.Lock()
+		}
+	}
+	defer f.mu.Unlock()
 	if r, ok := f.result[target.ContainerID]; ok {
 		return r, "out", nil
 	}
@@ -41,10 +52,11 @@ func (f *fakeProber) Probe(_ context.Context, t prober.ProbeType, _ *v1.Probe, t
 
 // sink records the latest desired state per pod.
 type sink struct {
-	mu      sync.Mutex
-	states  map[types.UID]status.PodState
-	forgot  map[types.UID]bool
-	setCall int
+	mu       sync.Mutex
+	states   map[types.UID]status.PodState
+	forgot   map[types.UID]bool
+	setCall  int
+	notReady map[types.UID]int // desired states with a container not ready
 }
 
 func (s *sink) Set(k status.PodKey, d status.PodState) {
@@ -52,6 +64,15 @@ func (s *sink) Set(k status.PodKey, d status.PodState) {
 	defer s.mu.Unlock()
 	s.states[k.UID] = d
 	s.setCall++
+	for _, c := range d.Containers {
+		if !c.Ready {
+			if s.notReady == nil {
+				s.notReady = map[types.UID]int{}
+			}
+			s.notReady[k.UID]++
+			break
+		}
+	}
 }
 
 func (s *sink) Forget(uid types.UID) {
@@ -278,6 +299,50 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 		defer e.sink.mu.Unlock()
 		return e.sink.forgot["u1"]
 	})
+}
+
+// An edited readiness probe gets a new worker; its condition must stay True
+// from the old worker's exit until the new probe's own results say otherwise.
+func TestEditedReadinessProbeKeepsItsSuccess(t *testing.T) {
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
+	pod := runningPod("p", "u9", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
+	e.create(pod)
+	e.eventually("ready", func() bool {
+		st, ok := e.sink.get("u9")
+		return ok && len(st.Containers) == 1 && st.Containers[0].Ready
+	})
+	release := make(chan struct{})
+	e.prober.mu.Lock()
+	e.prober.hold = map[int32]chan struct{}{2: release}
+	e.prober.mu.Unlock()
+	e.sink.mu.Lock()
+	e.sink.notReady = nil
+	e.sink.mu.Unlock()
+	old := e.mgr.pods["u9"].workers[probeKey{"app", prober.Readiness}]
+
+	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
+	e.update(pod)
+	<-old.Done()
+	e.eventually("the new probe in flight", func() bool {
+		e.prober.mu.Lock()
+		defer e.prober.mu.Unlock()
+		return e.prober.held > 0
+	})
+	e.sink.mu.Lock()
+	flips := e.sink.notReady["u9"]
+	e.sink.mu.Unlock()
+	if flips > 0 {
+		t.Errorf("the edit made %d desired states with the container not ready before the new probe's first result", flips)
+	}
+	close(release)
+	e.eventually("still ready after the new probe", func() bool {
+		e.prober.mu.Lock()
+		defer e.prober.mu.Unlock()
+		return e.prober.calls["containerd://u9-app/Readiness"] >= 2
+	})
+	if st, _ := e.sink.get("u9"); len(st.Containers) != 1 || !st.Containers[0].Ready {
+		t.Errorf("not ready after the new probe succeeded: %+v", st)
+	}
 }
 
 func TestReadinessFollowsResults(t *testing.T) {

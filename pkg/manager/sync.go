@@ -148,6 +148,9 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		if ok && probespec.ProbeSpecEqual(d.Probe, e.specs[k].Probe) && probespec.SameExtensions(d, e.specs[k]) {
 			continue
 		}
+		if ok {
+			m.carrySuccessLocked(pod, e, k)
+		}
 		w.Stop()
 		delete(e.workers, k)
 		delete(e.specs, k)
@@ -227,6 +230,38 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		}
 		w.Run(ctx)
 	}()
+}
+
+// carrySuccessLocked keeps the Success of a readiness or startup worker about
+// to be replaced (its probe was edited) as a seed for the same container
+// instance, as a restart of probed does: the condition stays True until the
+// new probe's own results say otherwise, instead of flipping to pending
+// between the old worker's exit and the new one's first result.
+func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
+	if k.probeType != prober.Readiness && k.probeType != prober.Startup {
+		return
+	}
+	cs := findStatus(pod, k.container)
+	if cs == nil || cs.ContainerID == "" {
+		return
+	}
+	if v, known := m.resultsFor(k.probeType).Get(cs.ContainerID); !known || v.Result != results.Success {
+		return
+	}
+	s := e.seeds[k.container]
+	if s.ContainerID != cs.ContainerID {
+		s = status.Seed{ContainerID: cs.ContainerID}
+	}
+	yes := true
+	if k.probeType == prober.Readiness {
+		s.Ready = &yes
+	} else {
+		s.Started = &yes
+	}
+	if e.seeds == nil {
+		e.seeds = map[string]status.Seed{}
+	}
+	e.seeds[k.container] = s
 }
 
 // seedFor turns a restart-safety seed into a worker's InitialResult.

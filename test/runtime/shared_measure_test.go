@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -431,29 +432,35 @@ func (c *shareBenchPods) get(i int, containerID string, spec *v1.Probe) *v1.Pod 
 	return p
 }
 
-// execCount is every exec that reached the runtime (all outcomes but
-// queue_timeout, which never ran).
-func execCount(t *testing.T, reg *prometheus.Registry) float64 {
+// series gathers reg and returns the series of the metric family name.
+func series(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() != "probed_runtime_exec_total" {
-			continue
+		if mf.GetName() == name {
+			return mf.Metric
 		}
-		for _, m := range mf.Metric {
-			queued := false
-			for _, lp := range m.Label {
-				if lp.GetName() == "outcome" && lp.GetValue() == cri.OutcomeQueueTimeout {
-					queued = true
-				}
+	}
+	return nil
+}
+
+// execCount is every exec that reached the runtime (all outcomes but
+// queue_timeout, which never ran).
+func execCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	var n float64
+	for _, m := range series(t, reg, "probed_runtime_exec_total") {
+		queued := false
+		for _, lp := range m.Label {
+			if lp.GetName() == "outcome" && lp.GetValue() == cri.OutcomeQueueTimeout {
+				queued = true
 			}
-			if !queued {
-				n += m.GetCounter().GetValue()
-			}
+		}
+		if !queued {
+			n += m.GetCounter().GetValue()
 		}
 	}
 	return n
@@ -462,17 +469,9 @@ func execCount(t *testing.T, reg *prometheus.Registry) float64 {
 // metricSum adds up every series of a counter.
 func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n float64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.Metric {
-				n += m.GetCounter().GetValue()
-			}
-		}
+	for _, m := range series(t, reg, name) {
+		n += m.GetCounter().GetValue()
 	}
 	return n
 }
@@ -480,19 +479,11 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // meanExecMS is the mean time an exec spent in the runtime, over the run.
 func meanExecMS(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum float64
 	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() == "probed_runtime_exec_duration_seconds" {
-			for _, m := range mf.Metric {
-				sum += m.GetHistogram().GetSampleSum()
-				n += m.GetHistogram().GetSampleCount()
-			}
-		}
+	for _, m := range series(t, reg, "probed_runtime_exec_duration_seconds") {
+		sum += m.GetHistogram().GetSampleSum()
+		n += m.GetHistogram().GetSampleCount()
 	}
 	if n == 0 {
 		return 0

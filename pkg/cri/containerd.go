@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sync"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
 )
 

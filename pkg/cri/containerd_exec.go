@@ -10,11 +10,12 @@ import (
 	"syscall"
 	"time"
 
-	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
-	"github.com/containerd/containerd/cio"
-	"github.com/containerd/containerd/errdefs"
-	"github.com/containerd/containerd/oci"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"k8s.io/klog/v2"
 )
 
@@ -157,7 +158,7 @@ func (r *Containerd) forgetExec(ctx context.Context, id, execID string) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_, err := r.client.TaskService().DeleteProcess(cctx, &tasks.DeleteProcessRequest{ContainerID: id, ExecID: execID})
-	if err != nil && !errdefs.IsNotFound(errdefs.FromGRPC(err)) {
+	if err != nil && !errdefs.IsNotFound(errgrpc.ToNative(err)) {
 		klog.FromContext(ctx).V(2).Info("Deleting an exec whose creation timed out", "containerID", id, "execID", execID, "err", err)
 	}
 }

@@ -3,8 +3,8 @@ package cri
 import (
 	"context"
 
-	containerd "github.com/containerd/containerd"
 	"github.com/containerd/containerd/api/services/tasks/v1"
+	containerd "github.com/containerd/containerd/v2/client"
 	"k8s.io/klog/v2"
 )
 

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/errdefs"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/moby/sys/signal"
 	"k8s.io/klog/v2"
 )

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	containerd "github.com/containerd/containerd"
+	containerd "github.com/containerd/containerd/v2/client"
 	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
 // Helpers for harnesses built on this one (test/harness/node), which run a

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	containerd "github.com/containerd/containerd"
-	"github.com/containerd/containerd/namespaces"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 )
 
 // importImages loads the docker-archives from hack/build-images.sh into the

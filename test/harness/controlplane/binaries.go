@@ -11,7 +11,7 @@ import (
 
 // KubernetesVersion is the version hack/build-k8s.sh builds and this harness
 // runs. Keep it in step with test/tools/go.mod.
-const KubernetesVersion = "v1.33.13"
+const KubernetesVersion = "v1.37.2"
 
 // BinDirEnv overrides where the Kubernetes binaries are looked up.
 const BinDirEnv = "PROBED_K8S_BIN_DIR"

@@ -88,7 +88,7 @@ Flags:
 	for _, in := range inputs {
 		for _, o := range in.res.Objects {
 			changed = changed || o.Changed()
-			if *verbose || (*check && o.Changed()) {
+			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
 			}
 		}
@@ -175,9 +175,12 @@ func unjoin(err error) []error {
 
 // describe says in one line what converting a template did (or would do).
 func describe(o Object, would bool) string {
+	if o.Template == "" {
+		return fmt.Sprintf("document %d (line %d), %s: skipped: %s", o.Document, o.Line, o.Object, o.Skipped)
+	}
 	where := fmt.Sprintf("document %d, %s (%s)", o.Document, o.Object, o.Template)
 	if o.Skipped != "" {
-		return where + ": left alone: " + o.Skipped
+		return where + ": skipped: " + o.Skipped
 	}
 	if !o.Changed() {
 		return where + ": nothing to do"

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite "+PlainRulesPath+" from "+PrometheusRulePath)
+var update = flag.Bool("update", false, "rewrite the generated files: "+PlainRulesPath+" from "+PrometheusRulePath+", and the chart's copies of deploy/monitoring")
 
 // promtool runs promtool in dir, or skips the test when it is not installed
 // (hack/install-deps.sh installs Debian's prometheus package, which has it).
@@ -766,5 +766,48 @@ func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
 	}
 	if !granted {
 		t.Errorf("service account %v is bound to %v, which does not grant get on /metrics in deploy/scraper-roles.yaml", account, role)
+	}
+}
+
+// chartFiles are the chart's copies of deploy/monitoring's files.
+var chartFiles = map[string]string{
+	"charts/probed/files/prometheusrule.yaml":    PrometheusRulePath,
+	"charts/probed/files/grafana-dashboard.json": DashboardPath,
+}
+
+// The chart's files/ are regular files, byte for byte deploy/monitoring's:
+// a symbolic link breaks as soon as the chart directory is copied without
+// the rest of the repository (a vendored chart, a chart repository, a
+// GitOps tool's checkout of charts/probed), and helm package then fails.
+func TestChartFilesInSync(t *testing.T) {
+	for copyPath, src := range chartFiles {
+		want, err := os.ReadFile(RepoPath(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.Remove(RepoPath(copyPath)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(RepoPath(copyPath), want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		st, err := os.Lstat(RepoPath(copyPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Mode().IsRegular() {
+			t.Errorf("%s is a %v, not a regular file", copyPath, st.Mode().Type())
+			continue
+		}
+		got, err := os.ReadFile(RepoPath(copyPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s; regenerate it:\n  go test ./test/monitoring/ -run 'TestPlainRulesInSync|TestChartFilesInSync' -update", copyPath, src)
+		}
 	}
 }

@@ -177,9 +177,11 @@ func TestAlertsHaveRunbooks(t *testing.T) {
 		if !anchors[anchor] {
 			t.Errorf("%s: %s has no section #%s (a heading %q)", a.Alert, DocPath, anchor, a.Alert)
 		}
-		// The adoption webhook's alerts select its own job.
-		if !strings.Contains(a.Expr, `job="probed"`) && !strings.Contains(a.Expr, `job="probed-webhook"`) {
-			t.Errorf("%s: the expression does not select job=\"probed\" (or \"probed-webhook\"): %s", a.Alert, a.Expr)
+		// The adoption webhook's alerts select its own job; those on the
+		// API server's metrics, probed's webhooks by name.
+		if !strings.Contains(a.Expr, `job="probed"`) && !strings.Contains(a.Expr, `job="probed-webhook"`) &&
+			!strings.Contains(a.Expr, `{name=~".+\\.probed\\.io"}`) {
+			t.Errorf("%s: the expression does not select job=\"probed\" (or \"probed-webhook\", or probed's webhooks by name): %s", a.Alert, a.Expr)
 		}
 	}
 }
@@ -809,5 +811,54 @@ func TestChartFilesInSync(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s differs from %s; regenerate it:\n  go test ./test/monitoring/ -run 'TestPlainRulesInSync|TestChartFilesInSync' -update", copyPath, src)
 		}
+	}
+}
+
+// Adoption fails open by design, so an alert says when it does: on the API
+// server's fail-open counter, for every webhook deploy/webhook/admission.yaml
+// registers (and no other), and on the webhook certificate's expiry, from
+// the webhook's rotation and from cert-manager.
+func TestWebhookFailureAlerts(t *testing.T) {
+	f, err := LoadPlainRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]Rule{}
+	for _, a := range f.Alerts() {
+		alerts[a.Alert] = a
+	}
+	open, ok := alerts["ProbedWebhookFailingOpen"]
+	if !ok || !strings.Contains(open.Expr, "apiserver_admission_webhook_fail_open_count") {
+		t.Fatalf("no ProbedWebhookFailingOpen alert on apiserver_admission_webhook_fail_open_count: %+v", open)
+	}
+	m := regexp.MustCompile(`name=~"([^"]+)"`).FindStringSubmatch(open.Expr)
+	if m == nil {
+		t.Fatalf("ProbedWebhookFailingOpen selects no webhook names: %s", open.Expr)
+	}
+	names := regexp.MustCompile("^(?:" + strings.ReplaceAll(m[1], `\\`, `\`) + ")$")
+	var registered []string
+	for _, doc := range readYAMLDocs(t, "deploy/webhook/admission.yaml") {
+		whs, _ := doc["webhooks"].([]any)
+		for _, wh := range whs {
+			registered = append(registered, wh.(map[string]any)["name"].(string))
+		}
+	}
+	if len(registered) < 4 {
+		t.Fatalf("webhooks in deploy/webhook/admission.yaml: %v", registered)
+	}
+	for _, n := range registered {
+		if !names.MatchString(n) {
+			t.Errorf("ProbedWebhookFailingOpen misses the webhook %s", n)
+		}
+	}
+	for _, other := range []string{"inject.example.com", "probed.io.example.com"} {
+		if names.MatchString(other) {
+			t.Errorf("ProbedWebhookFailingOpen takes %s for probed's", other)
+		}
+	}
+	cert, ok := alerts["ProbedWebhookCertificateExpiring"]
+	if !ok || !strings.Contains(cert.Expr, "probed_webhook_certificate_expiry_timestamp_seconds") ||
+		!strings.Contains(cert.Expr, "certmanager_certificate_expiration_timestamp_seconds") {
+		t.Errorf("no ProbedWebhookCertificateExpiring alert on both certificate sources: %+v", cert)
 	}
 }

@@ -27,7 +27,7 @@ func runWith(t *testing.T, convert convertFunc, args ...string) (code int, stdou
 
 func TestVersion(t *testing.T) {
 	version.Version, version.Revision, version.BuildDate = "v0.2.0", "0123abc", "2026-11-25T00:00:00Z"
-	t.Cleanup(func() { version.Version, version.Revision, version.BuildDate = "dev", "unknown", "unknown" })
+	t.Cleanup(func() { version.Version, version.Revision, version.BuildDate = "v0.0.0-dev", "unknown", "unknown" })
 	code, out, _ := runArgs(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "kubectl-probed v0.2.0 (revision 0123abc, built 2026-11-25T00:00:00Z, go") {
 		t.Errorf("--version: code %d, %q", code, out)

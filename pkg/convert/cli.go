@@ -48,15 +48,18 @@ func (c Command) Run(args []string) int {
 	var write bool
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
-	verbose := fs.Bool("v", false, "report every pod template on stderr")
+	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-ReplicationController, PodTemplate, and the items of a List) into the
-probed.io/probes annotation and adds the probed.io/ready readiness gate, as
-the adoption webhook does. Everything else in the YAML is left as it was.
+ReplicationController, PodTemplate, the items of a List, and any object with
+a pod template at spec.template, spec.jobTemplate.spec.template or template,
+such as a CloneSet or a Rollout) into the probed.io/probes annotation and adds
+the probed.io/ready readiness gate, as the adoption webhook does. Everything
+else in the YAML is left as it was; objects without a pod template are named
+on stderr. A probe the daemon would refuse (InvalidProbe) stops it, exit 2.
 Reads stdin when no file is named (or the file is "-"), writes stdout.
 
   %[1]s < deploy.yaml > deploy.probed.yaml

@@ -95,11 +95,11 @@ func TestProperties(t *testing.T) {
 		"b":  {"type": []any{"boolean", "null"}, "description": "a bool"},
 		"i":  {"type": []any{"integer", "null"}, "description": "an int"},
 		"u":  {"type": []any{"integer", "null"}, "minimum": 0, "description": "a uint"},
-		"f":  {"type": []any{"number", "null"}, "description": "a float"},
+		"f":  {"anyOf": append(Number(false)["anyOf"].([]any), map[string]any{"type": "null"}), "description": "a float"},
 		"d":  {"type": []any{"string", "null"}, "pattern": DurationPattern, "description": "a duration"},
 		"e":  {"type": []any{"string", "null"}, "enum": []any{"x", "y", nil}, "description": "an enum"},
 		"im": {"type": []any{"integer", "null"}, "minimum": 2, "description": "an int from 2"},
-		"fp": {"type": []any{"number", "null"}, "exclusiveMinimum": 0, "description": "a positive float"},
+		"fp": {"anyOf": append(Number(true)["anyOf"].([]any), map[string]any{"type": "null"}), "description": "a positive float"},
 		"dp": {"type": []any{"string", "null"}, "pattern": PositiveDurationPattern, "description": "a positive duration"},
 	}
 	if len(got) != len(want) {

@@ -67,7 +67,7 @@ func Of(v flag.Value) (map[string]any, error) {
 	case "*flag.uintValue", "*flag.uint64Value":
 		return map[string]any{"type": "integer", "minimum": 0}, nil
 	case "*flag.float64Value":
-		return map[string]any{"type": "number"}, nil
+		return Number(false), nil
 	case "*flag.durationValue":
 		return map[string]any{"type": "string", "pattern": DurationPattern}, nil
 	case "*flag.stringValue":
@@ -77,9 +77,27 @@ func Of(v flag.Value) (map[string]any, error) {
 	}
 }
 
+// Number is a float flag's schema: a number, or a string that spells one
+// (helm --set passes 2.5 as the string "2.5"); positive: above zero.
+func Number(positive bool) map[string]any {
+	if positive {
+		return map[string]any{"anyOf": []any{
+			map[string]any{"type": "number", "exclusiveMinimum": 0},
+			map[string]any{"type": "string", "pattern": `^\+?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)$`},
+		}}
+	}
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "number"},
+		map[string]any{"type": "string", "pattern": `^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`},
+	}}
+}
+
 // Nullable returns s that also accepts null.
 func Nullable(s map[string]any) map[string]any {
 	s = clone(s)
+	if a, ok := s["anyOf"].([]any); ok {
+		s["anyOf"] = append(slices.Clone(a), map[string]any{"type": "null"})
+	}
 	switch t := s["type"].(type) {
 	case string:
 		s["type"] = []any{t, "null"}

@@ -129,7 +129,7 @@ func (v *positiveFloat) Type() string { return "float64" }
 
 // JSONSchema implements Describer.
 func (v *positiveFloat) JSONSchema() map[string]any {
-	return map[string]any{"type": "number", "exclusiveMinimum": 0}
+	return Number(true)
 }
 
 // positiveDuration is a time.Duration flag that must be above zero.

@@ -367,7 +367,9 @@ func TestChartRefusesUnlabelledNamespace(t *testing.T) {
 	}
 	// --create-namespace: helm makes the namespace after rendering; the
 	// chart sees none and refuses.
-	out, err := helm("install", "psa-new", chartDir, "--namespace", "psa-new", "--create-namespace", "--set", "webhook.enabled=false")
+	// Names of their own: other tests' objects are in this API server too.
+	vals := []string{"--set", "webhook.enabled=false", "--set", "fullnameOverride=psa-probed"}
+	out, err := helm(append([]string{"install", "psa-new", chartDir, "--namespace", "psa-new", "--create-namespace"}, vals...)...)
 	if err == nil || !strings.Contains(out, "pod-security.kubernetes.io/enforce=privileged") || !strings.Contains(out, "kubectl label namespace psa-new") {
 		t.Errorf("helm install --create-namespace: err %v, want a refusal naming the label:\n%s", err, out)
 	}
@@ -378,7 +380,7 @@ func TestChartRefusesUnlabelledNamespace(t *testing.T) {
 	if err := cp.EnsureNamespace(ctx, "psa-unlabelled"); err != nil {
 		t.Fatal(err)
 	}
-	out, err = helm("install", "psa-unlabelled", chartDir, "--namespace", "psa-unlabelled", "--set", "webhook.enabled=false", "--dry-run=server")
+	out, err = helm(append([]string{"install", "psa-unlabelled", chartDir, "--namespace", "psa-unlabelled", "--dry-run=server"}, vals...)...)
 	if err == nil || !strings.Contains(out, "kubectl label --overwrite namespace psa-unlabelled") {
 		t.Errorf("helm install into an unlabelled namespace: err %v, want a refusal:\n%s", err, out)
 	}
@@ -390,7 +392,7 @@ func TestChartRefusesUnlabelledNamespace(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := helm("install", "psa-unlabelled", chartDir, "--namespace", "psa-unlabelled", "--set", "webhook.enabled=false", "--dry-run=server"); err != nil {
+	if out, err := helm(append([]string{"install", "psa-unlabelled", chartDir, "--namespace", "psa-unlabelled", "--dry-run=server"}, vals...)...); err != nil {
 		t.Errorf("helm install into the labelled namespace: %v\n%s", err, out)
 	}
 }

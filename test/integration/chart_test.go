@@ -128,12 +128,12 @@ func flagSamples(t *testing.T) map[string]string {
 	for name, p := range schema.Properties.Flags.Properties {
 		switch {
 		case len(p.Enum) > 0:
-			out[name] = fmt.Sprint(p.Enum[len(p.Enum)-2]) // the last before null
+			out[name] = fmt.Sprint(p.Enum[0])
 		case slices.Contains(p.Type, "boolean"):
 			out[name] = "false"
 		case slices.Contains(p.Type, "integer"):
 			out[name] = "7"
-		case slices.Contains(p.Type, "number"):
+		case p.Type == nil: // a number: a number or a string that spells one
 			out[name] = "2.5"
 		case strings.Contains(p.Pattern, "ms|s|m|h"):
 			out[name] = "45s"

@@ -48,15 +48,18 @@ func (c Command) Run(args []string) int {
 	var write bool
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
-	verbose := fs.Bool("v", false, "report every pod template on stderr")
+	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
 	fs.Usage = func() {
 		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-ReplicationController, PodTemplate, and the items of a List) into the
-probed.io/probes annotation and adds the probed.io/ready readiness gate, as
-the adoption webhook does. Everything else in the YAML is left as it was.
+ReplicationController, PodTemplate, the items of a List, and any object with
+a pod template at spec.template, spec.jobTemplate.spec.template or template,
+such as a CloneSet or a Rollout) into the probed.io/probes annotation and adds
+the probed.io/ready readiness gate, as the adoption webhook does. Everything
+else in the YAML is left as it was; objects without a pod template are named
+on stderr. A probe the daemon would refuse (InvalidProbe) stops it, exit 2.
 Reads stdin when no file is named (or the file is "-"), writes stdout.
 
   %[1]s < deploy.yaml > deploy.probed.yaml
@@ -88,7 +91,7 @@ Flags:
 	for _, in := range inputs {
 		for _, o := range in.res.Objects {
 			changed = changed || o.Changed()
-			if *verbose || (*check && o.Changed()) {
+			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
 			}
 		}
@@ -175,9 +178,12 @@ func unjoin(err error) []error {
 
 // describe says in one line what converting a template did (or would do).
 func describe(o Object, would bool) string {
+	if o.Template == "" {
+		return fmt.Sprintf("document %d (line %d), %s: skipped: %s", o.Document, o.Line, o.Object, o.Skipped)
+	}
 	where := fmt.Sprintf("document %d, %s (%s)", o.Document, o.Object, o.Template)
 	if o.Skipped != "" {
-		return where + ": left alone: " + o.Skipped
+		return where + ": skipped: " + o.Skipped
 	}
 	if !o.Changed() {
 		return where + ": nothing to do"

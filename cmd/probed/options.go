@@ -32,9 +32,13 @@ type options struct {
 	KubeAPIBurst       int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
-	EventQPS       float64
-	EventBurst     int
-	ProbeUserAgent string
+	EventQPS   float64
+	EventBurst int
+	// AuthReviewQPS and AuthReviewBurst limit the client of the endpoints'
+	// TokenReviews and SubjectAccessReviews, also apart from status writes.
+	AuthReviewQPS   float64
+	AuthReviewBurst int
+	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
 	ProbeHostPolicy string
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
@@ -81,6 +85,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
 	fs.Float64Var(&o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
 	fs.IntVar(&o.EventBurst, "event-burst", 20, "event creation burst")
+	fs.Float64Var(&o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
+	fs.IntVar(&o.AuthReviewBurst, "auth-review-burst", 10, "burst of those reviews")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
 	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
 	fs.StringVar(&o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)")
@@ -135,6 +141,9 @@ func (o *options) validate() error {
 	}
 	if o.EventQPS <= 0 || o.EventBurst < 1 {
 		errs = append(errs, errors.New("--event-qps and --event-burst must be positive"))
+	}
+	if o.AuthReviewQPS <= 0 || o.AuthReviewBurst < 1 {
+		errs = append(errs, errors.New("--auth-review-qps and --auth-review-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }

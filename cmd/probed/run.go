@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -47,16 +46,14 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// Events and the endpoints' reviews get clients, and rate limits, of
+	// their own: neither an event storm nor made-up bearer tokens may delay
+	// status writes.
+	clients, err := newAPIClients(cfg, o)
 	if err != nil {
-		return fmt.Errorf("building the API client: %w", err)
+		return err
 	}
-	// Events get a client, and a rate limit, of their own, as the kubelet's
-	// do: an event storm must not delay status writes.
-	eventClient, err := kubernetes.NewForConfig(eventConfig(cfg, o))
-	if err != nil {
-		return fmt.Errorf("building the events API client: %w", err)
-	}
+	client, eventClient := clients.status, clients.events
 	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
 		return err
 	}
@@ -174,13 +171,9 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// /metrics and /debug/ ask the API server who may read them.
-	var endpointAuth *endpoints.Auth
-	if !o.MetricsInsecure {
-		a, err := endpoints.DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
-		if err != nil {
-			return err
-		}
-		endpointAuth = &a
+	auth, err := endpointAuth(clients, o)
+	if err != nil {
+		return err
 	}
 
 	// Shutdown order: stop the workers first, then let the writer flush what
@@ -201,7 +194,7 @@ func run(ctx context.Context, o *options) error {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
 			Addr:     o.MetricsAddr,
 			Gatherer: reg,
-			Auth:     endpointAuth,
+			Auth:     auth,
 			Insecure: o.MetricsInsecure,
 			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
 				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/worker"
@@ -45,6 +46,13 @@ type Options struct {
 	// Insecure serves plain HTTP with no authentication at all. Only for
 	// development, and only on a loopback address (CheckInsecureAddr).
 	Insecure bool
+	// MaxConnections caps open connections (DefaultMaxConnections when 0).
+	MaxConnections int
+	// IdleTimeout closes idle keep-alive connections (DefaultIdleTimeout when 0).
+	IdleTimeout time.Duration
+	// MaxUnauthenticatedInFlight caps guarded requests not yet authorized;
+	// more get 429 (DefaultMaxUnauthenticatedInFlight when 0).
+	MaxUnauthenticatedInFlight int
 }
 
 // Handler builds the endpoints' mux. /metrics and /debug/ go through
@@ -56,7 +64,7 @@ func Handler(o Options) (http.Handler, error) {
 	case o.Auth == nil:
 		return nil, errors.New("/metrics and /debug/ need authentication and authorization (or the insecure development mode)")
 	default:
-		guard = o.Auth.guard
+		guard = o.Auth.guard(int64(orDefault(o.MaxUnauthenticatedInFlight, DefaultMaxUnauthenticatedInFlight)))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", guard(promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})))
@@ -117,7 +125,13 @@ func ServeListener(ctx context.Context, ln net.Listener, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ln = netutil.LimitListener(ln, orDefault(o.MaxConnections, DefaultMaxConnections))
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       orDefault(o.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -154,4 +168,12 @@ func ServeListener(ctx context.Context, ln net.Listener, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

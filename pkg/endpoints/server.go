@@ -1,9 +1,10 @@
 // Package endpoints serves probed's own HTTP endpoints: /metrics, /healthz,
 // /readyz and /debug/probes.
 //
-// /healthz and /readyz are open. /metrics and /debug/ are served over TLS and
-// need a bearer token that the API server authenticates and authorizes for
-// the path (Auth), as Kubernetes components do. Plain HTTP with no
+// /healthz and /readyz are open; /readyz says which checks fail, not why.
+// /metrics, /debug/ and /readyz?verbose are served over TLS and need a
+// bearer token that the API server authenticates and authorizes for the
+// path (Auth), as Kubernetes components do. Plain HTTP with no
 // authentication is a development option (Insecure), on loopback only.
 package endpoints
 
@@ -71,24 +72,7 @@ func Handler(o Options) (http.Handler, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		failed := false
-		var body []byte
-		for _, c := range o.Ready {
-			if err := c.Fn(ctx); err != nil {
-				failed = true
-				body = fmt.Appendf(body, "[-] %s: %v\n", c.Name, err)
-				continue
-			}
-			body = fmt.Appendf(body, "[+] %s ok\n", c.Name)
-		}
-		if failed {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_, _ = w.Write(body)
-	})
+	mux.Handle("/readyz", (&readiness{checks: o.Ready}).handler(guard))
 	// Everything under /debug/ is guarded, known path or not.
 	debug := http.NewServeMux()
 	debug.Handle("/debug/probes", debugProbes(o.Probes))

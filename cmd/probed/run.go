@@ -254,7 +254,8 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 	return ec
 }
 
-// newRuntime connects to the container runtime behind the exec cap. A runtime
+// newRuntime connects to the container runtime behind the owner check and
+// the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
 func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
@@ -272,7 +273,14 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	l := cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg))
+	m := cri.NewMetrics(reg)
+	// Execs and stops reach only the container the probe serves, whatever
+	// ID the pod's status names; under the cap, so hooks are checked too.
+	verified, err := cri.NewVerified(rt, m)
+	if err != nil {
+		return nil, err
+	}
+	l := cri.NewLimited(verified, o.MaxConcurrentExecs, m)
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}

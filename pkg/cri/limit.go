@@ -63,6 +63,17 @@ func (l *Limited) ShareIdenticalExecs(c clock.Clock) {
 // preStop hook): like stops, they must not wait behind probes for a slot.
 func (l *Limited) Uncapped() Runtime { return l.rt }
 
+// CheckOwner asks the wrapped runtime whether the container is the
+// caller's, when it checks that (Verified); nil otherwise.
+func (l *Limited) CheckOwner(ctx context.Context, containerID string) error {
+	if c, ok := l.rt.(interface {
+		CheckOwner(context.Context, string) error
+	}); ok {
+		return c.CheckOwner(ctx, containerID)
+	}
+	return nil
+}
+
 // Name is the wrapped runtime's name.
 func (l *Limited) Name() string { return l.name }
 

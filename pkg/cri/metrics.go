@@ -26,6 +26,7 @@ const (
 //	probed_runtime_exec_shared_total                 counter: execs answered by an identical run in flight
 //	probed_runtime_stops_total{runtime,outcome}      counter: container stops, outcome success or error
 //	probed_runtime_stop_duration_seconds             histogram: time to stop a container, grace included
+//	probed_runtime_owner_refusals_total{op}          counter: execs and stops refused because the container is not the caller's
 type Metrics struct {
 	execTotal    *prometheus.CounterVec
 	execDuration *prometheus.HistogramVec
@@ -34,6 +35,7 @@ type Metrics struct {
 	shared       prometheus.Counter
 	stopsTotal   *prometheus.CounterVec
 	stopDuration prometheus.Histogram
+	refusals     *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -71,11 +73,27 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to stop a container, grace period included.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50ms .. 102s
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probed_runtime_owner_refusals_total",
+			Help: "Execs (op exec) and stops (op stop) refused and never run because the runtime's container is not the pod container the probe serves: its ID in the pod's status points elsewhere.",
+		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.shared, m.stopsTotal, m.stopDuration)
+		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.shared, m.stopsTotal, m.stopDuration, m.refusals)
 	}
 	return m
+}
+
+// observeOwnerRefusal counts a refused call; op is Verified's verb.
+func (m *Metrics) observeOwnerRefusal(op string) {
+	if m == nil {
+		return
+	}
+	label := "exec"
+	if op == opStop {
+		label = "stop"
+	}
+	m.refusals.WithLabelValues(label).Inc()
 }
 
 func (m *Metrics) observeQueueWait(d time.Duration) {

@@ -24,6 +24,11 @@ type options struct {
 	MetricsAddr        string
 	LivenessAction     string
 	MaxConcurrentExecs int
+	// MaxConcurrentExecsPerPod is one pod's share of those slots.
+	MaxConcurrentExecsPerPod int
+	// ExecSlotMaxHold is how long an exec keeps its slot while others
+	// wait; 0 is for ever.
+	ExecSlotMaxHold time.Duration
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
@@ -78,6 +83,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
 	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
 	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
+	fs.IntVar(&o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
+	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
 	fs.DurationVar(&o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
@@ -132,6 +139,12 @@ func (o *options) validate() error {
 	}
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
+	}
+	if o.MaxConcurrentExecsPerPod < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-execs-per-pod=%d: must be at least 1", o.MaxConcurrentExecsPerPod))
+	}
+	if o.ExecSlotMaxHold < 0 {
+		errs = append(errs, fmt.Errorf("--exec-slot-max-hold=%v: must be 0 (no limit) or positive", o.ExecSlotMaxHold))
 	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, fmt.Errorf("--status-resync=%v: must be positive", o.StatusResync))

@@ -261,7 +261,7 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimited(cri.None(), o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
 	}
 	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: o.RuntimeType}
 	rt, err := cri.New(ctx, opts)
@@ -280,9 +280,18 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, err
 	}
-	l := cri.NewLimited(verified, o.MaxConcurrentExecs, m)
+	l := cri.NewLimitedWith(verified, limitOptions(o, m))
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}
 	return l, nil
+}
+
+// limitOptions are the exec slots' flags.
+func limitOptions(o *options, m *cri.Metrics) cri.LimitOptions {
+	hold := o.ExecSlotMaxHold
+	if hold == 0 {
+		hold = -1 // the flag's 0 is "no limit"
+	}
+	return cri.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
 }

@@ -23,6 +23,7 @@ const (
 //	probed_runtime_exec_duration_seconds{runtime}    histogram: exec time in the runtime, queueing excluded
 //	probed_runtime_exec_queue_wait_seconds           histogram: time waiting for an exec slot
 //	probed_runtime_exec_in_flight                    gauge: execs running in the runtime now
+//	probed_runtime_exec_slot_yields_total            counter: execs that gave up their slot after the hold limit while others waited
 //	probed_runtime_exec_shared_total                 counter: execs answered by an identical run in flight
 //	probed_runtime_stops_total{runtime,outcome}      counter: container stops, outcome success or error
 //	probed_runtime_stop_duration_seconds             histogram: time to stop a container, grace included
@@ -32,6 +33,7 @@ type Metrics struct {
 	execDuration *prometheus.HistogramVec
 	queueWait    prometheus.Histogram
 	inFlight     prometheus.Gauge
+	yields       prometheus.Counter
 	shared       prometheus.Counter
 	stopsTotal   *prometheus.CounterVec
 	stopDuration prometheus.Histogram
@@ -60,6 +62,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "probed_runtime_exec_in_flight",
 			Help: "Execs running in the container runtime now.",
 		}),
+		yields: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probed_runtime_exec_slot_yields_total",
+			Help: "Execs that gave up their exec slot after --exec-slot-max-hold while other execs waited, and ran on without it.",
+		}),
 		shared: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probed_runtime_exec_shared_total",
 			Help: "Exec probes answered by an identical exec already running in the same container (--exec-share-runs), instead of running their own.",
@@ -79,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.shared, m.stopsTotal, m.stopDuration, m.refusals)
+		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.yields, m.shared, m.stopsTotal, m.stopDuration, m.refusals)
 	}
 	return m
 }
@@ -99,6 +105,13 @@ func (m *Metrics) observeOwnerRefusal(op string) {
 func (m *Metrics) observeQueueWait(d time.Duration) {
 	if m != nil {
 		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+// observeSlotYield counts a slot given up; safe on a nil *Metrics.
+func (m *Metrics) observeSlotYield() {
+	if m != nil {
+		m.yields.Inc()
 	}
 }
 

@@ -25,8 +25,9 @@ import (
 
 // ownedWorker runs a probe of container "app" of the harness pod c, whose
 // status names containerID (c's own, or a spoofed one), in a real worker
-// with the real RuntimeKiller, on rt as probed wires it.
-func ownedWorker(t *testing.T, rt cri.Runtime, c *ctrd.Container, containerID string, pt prober.ProbeType, probe *v1.Probe) (*worker.Worker, *eventLog) {
+// with the real RuntimeKiller, on rt as probed wires it. stop ends it and
+// waits.
+func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt prober.ProbeType, probe *v1.Probe) (w *worker.Worker, events *eventLog, stop func()) {
 	grace := int64(2)
 	pods := &podSource{pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: c.PodName, Namespace: c.PodNamespace, UID: types.UID(c.PodUID)},
@@ -35,8 +36,8 @@ func ownedWorker(t *testing.T, rt cri.Runtime, c *ctrd.Container, containerID st
 		Status: v1.PodStatus{Phase: v1.PodRunning, PodIP: "127.0.0.1"},
 	}}
 	pods.run(containerID)
-	events := &eventLog{}
-	w := worker.New(worker.Config{
+	events = &eventLog{}
+	w = worker.New(worker.Config{
 		PodUID: types.UID(c.PodUID), PodNamespace: c.PodNamespace, PodName: c.PodName,
 		Container: &v1.Container{Name: c.Name}, ProbeType: pt, Spec: probe,
 		Prober:      prober.New(rt, prober.Options{}),
@@ -49,8 +50,7 @@ func ownedWorker(t *testing.T, rt cri.Runtime, c *ctrd.Container, containerID st
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	go w.Run(ctx)
-	t.Cleanup(func() { cancel(); <-w.Done() })
-	return w, events
+	return w, events, func() { cancel(); <-w.Done() }
 }
 
 // closedPort is a loopback port nothing listens on.
@@ -89,11 +89,13 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "touch /tmp/pwned; exit 1"}}},
 			PeriodSeconds: 1, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 1,
 		}
-		execW, execEvents := ownedWorker(t, l, tenant, victim.RuntimeID(), prober.Liveness, mark)
-		_, killEvents := ownedWorker(t, l, tenant, victim.RuntimeID(), prober.Liveness, &v1.Probe{
+		execW, execEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), prober.Liveness, mark)
+		defer stop()
+		_, killEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), prober.Liveness, &v1.Probe{
 			ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}},
 			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
 		})
+		defer stop()
 		name := cri.RuntimeName(rt)
 		refusals := func(op string) float64 {
 			return counterValue(t, reg, "probed_runtime_owner_refusals_total", map[string]string{"op": op})
@@ -132,7 +134,8 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 		}
 
 		// The tenant's own container ID: the same exec runs there.
-		own, _ := ownedWorker(t, l, tenant, tenant.RuntimeID(), prober.Readiness, mark)
+		own, _, stop := ownedWorker(l, tenant, tenant.RuntimeID(), prober.Readiness, mark)
+		defer stop()
 		poll(t, "the probe run in the tenant's own container", 15*time.Second, func() bool {
 			return own.Snapshot().LastResult == "failure"
 		})

@@ -84,6 +84,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Execs (op exec) and stops (op stop) refused and never run because the runtime's container is not the pod container the probe serves: its ID in the pod's status points elsewhere.",
 		}, []string{"op"}),
 	}
+	// Both series exist from the start, so an alert on their increase
+	// sees the first refusal.
+	m.refusals.WithLabelValues("exec")
+	m.refusals.WithLabelValues("stop")
 	if reg != nil {
 		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.yields, m.shared, m.stopsTotal, m.stopDuration, m.refusals)
 	}

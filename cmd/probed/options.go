@@ -25,6 +25,11 @@ type options struct {
 	MetricsAddr        string
 	LivenessAction     string
 	MaxConcurrentExecs int
+	// MaxConcurrentExecsPerPod is one pod's share of those slots.
+	MaxConcurrentExecsPerPod int
+	// ExecSlotMaxHold is how long an exec keeps its slot while others
+	// wait; 0 is for ever.
+	ExecSlotMaxHold time.Duration
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
@@ -33,9 +38,13 @@ type options struct {
 	KubeAPIBurst       int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
-	EventQPS       float64
-	EventBurst     int
-	ProbeUserAgent string
+	EventQPS   float64
+	EventBurst int
+	// AuthReviewQPS and AuthReviewBurst limit the client of the endpoints'
+	// TokenReviews and SubjectAccessReviews, also apart from status writes.
+	AuthReviewQPS   float64
+	AuthReviewBurst int
+	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
 	ProbeHostPolicy string
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
@@ -79,6 +88,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only",
 		"restart", "event-only")
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
+	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
 	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
@@ -86,6 +97,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")
 	flagschema.PositiveFloatVar(fs, &o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
 	flagschema.IntVar(fs, &o.EventBurst, "event-burst", 20, 1, "event creation burst")
+	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
+	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
 	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
 		"deny-node-local", "pod-ips", "kubelet")
@@ -134,6 +147,12 @@ func (o *options) validate() error {
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
 	}
+	if o.MaxConcurrentExecsPerPod < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-execs-per-pod=%d: must be at least 1", o.MaxConcurrentExecsPerPod))
+	}
+	if o.ExecSlotMaxHold < 0 {
+		errs = append(errs, fmt.Errorf("--exec-slot-max-hold=%v: must be 0 (no limit) or positive", o.ExecSlotMaxHold))
+	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, fmt.Errorf("--status-resync=%v: must be positive", o.StatusResync))
 	}
@@ -142,6 +161,9 @@ func (o *options) validate() error {
 	}
 	if o.EventQPS <= 0 || o.EventBurst < 1 {
 		errs = append(errs, errors.New("--event-qps and --event-burst must be positive"))
+	}
+	if o.AuthReviewQPS <= 0 || o.AuthReviewBurst < 1 {
+		errs = append(errs, errors.New("--auth-review-qps and --auth-review-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -47,16 +46,14 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// Events and the endpoints' reviews get clients, and rate limits, of
+	// their own: neither an event storm nor made-up bearer tokens may delay
+	// status writes.
+	clients, err := newAPIClients(cfg, o)
 	if err != nil {
-		return fmt.Errorf("building the API client: %w", err)
+		return err
 	}
-	// Events get a client, and a rate limit, of their own, as the kubelet's
-	// do: an event storm must not delay status writes.
-	eventClient, err := kubernetes.NewForConfig(eventConfig(cfg, o))
-	if err != nil {
-		return fmt.Errorf("building the events API client: %w", err)
-	}
+	client, eventClient := clients.status, clients.events
 	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
 		return err
 	}
@@ -174,13 +171,9 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	// /metrics and /debug/ ask the API server who may read them.
-	var endpointAuth *endpoints.Auth
-	if !o.MetricsInsecure {
-		a, err := endpoints.DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
-		if err != nil {
-			return err
-		}
-		endpointAuth = &a
+	auth, err := endpointAuth(clients, o)
+	if err != nil {
+		return err
 	}
 
 	// Shutdown order: stop the workers first, then let the writer flush what
@@ -201,7 +194,7 @@ func run(ctx context.Context, o *options) error {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
 			Addr:     o.MetricsAddr,
 			Gatherer: reg,
-			Auth:     endpointAuth,
+			Auth:     auth,
 			Insecure: o.MetricsInsecure,
 			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
 				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},
@@ -261,13 +254,14 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 	return ec
 }
 
-// newRuntime connects to the container runtime behind the exec cap. A runtime
+// newRuntime connects to the container runtime behind the owner check and
+// the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
 func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimited(cri.None(), o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
 	}
 	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: o.RuntimeType}
 	rt, err := cri.New(ctx, opts)
@@ -279,9 +273,25 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	l := cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg))
+	m := cri.NewMetrics(reg)
+	// Execs and stops reach only the container the probe serves, whatever
+	// ID the pod's status names; under the cap, so hooks are checked too.
+	verified, err := cri.NewVerified(rt, m)
+	if err != nil {
+		return nil, err
+	}
+	l := cri.NewLimitedWith(verified, limitOptions(o, m))
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}
 	return l, nil
+}
+
+// limitOptions are the exec slots' flags.
+func limitOptions(o *options, m *cri.Metrics) cri.LimitOptions {
+	hold := o.ExecSlotMaxHold
+	if hold == 0 {
+		hold = -1 // the flag's 0 is "no limit"
+	}
+	return cri.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
 }

@@ -197,6 +197,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		PodUID:        uid,
 		PodNamespace:  pod.Namespace,
 		PodName:       pod.Name,
+		StaticPodUID:  worker.StaticPodUID(pod),
 		Container:     &d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,

@@ -73,8 +73,22 @@ type RuntimeKiller struct {
 
 var _ Killer = (*RuntimeKiller)(nil)
 
+// ReasonContainerMismatch is the Warning event of a kill refused because
+// the container ID in the pod's status is not the pod's container on the
+// runtime.
+const ReasonContainerMismatch = "ContainerMismatch"
+
+// OwnerChecker is a Stopper that can tell, before a kill, whether the
+// container is the caller's (cri.Limited and cri.Verified).
+type OwnerChecker interface {
+	CheckOwner(ctx context.Context, containerID string) error
+}
+
 // Kill implements Killer.
 func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
+	if err := k.checkOwner(ctx, pod, container, containerID); err != nil {
+		return err
+	}
 	if k.Recorder != nil {
 		k.Recorder.Event(pod, container.Name, v1.EventTypeNormal, "Killing", KillMessage(pod, container.Name, probeType))
 	}
@@ -103,9 +117,32 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
 		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
 	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {
+		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
 	return nil
+}
+
+// checkOwner refuses, before the Killing event and the preStop hook, a kill
+// of a container that is not the pod's on the runtime.
+func (k *RuntimeKiller) checkOwner(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string) error {
+	c, ok := k.Runtime.(OwnerChecker)
+	if k.EventOnly || !ok {
+		return nil
+	}
+	if err := c.CheckOwner(ctx, containerID); err != nil {
+		k.mismatchEvent(pod, container, err)
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// mismatchEvent tells the pod's owner that a kill was refused because its
+// status names a container that is not its own.
+func (k *RuntimeKiller) mismatchEvent(pod *v1.Pod, container *v1.Container, err error) {
+	if k.Recorder != nil && isOwnerMismatch(err) {
+		k.Recorder.Event(pod, container.Name, v1.EventTypeWarning, ReasonContainerMismatch, err.Error())
+	}
 }
 
 // KillMessage is the kubelet's Killing event text (kuberuntime

@@ -20,6 +20,7 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
+      go test -run='^$' -fuzz='^FuzzApproveReach$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
       go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       # A count, not a duration: its inputs can each take a probe's timeout

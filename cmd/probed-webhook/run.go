@@ -36,6 +36,7 @@ import (
 const (
 	adoptPath    = "/adopt"
 	validatePath = "/validate"
+	approvePath  = "/approve-reach"
 )
 
 // run wires the webhook's parts together and blocks until ctx ends. It
@@ -86,6 +87,8 @@ func run(ctx context.Context, o *options) error {
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
 	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
+	server.Register(approvePath, &admission.Webhook{Handler: &probedadmission.ReachApprover{ExcludedNamespaces: o.excludedNamespaces(),
+		Access: probedadmission.SubjectAccessReviews{Client: client.AuthorizationV1().SubjectAccessReviews()}, Metrics: metrics}})
 	ready = append(ready, server.StartedChecker())
 	g.Go(func() error { return server.Start(ctx) })
 

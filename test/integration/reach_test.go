@@ -85,33 +85,11 @@ func setAnnotations(ctx context.Context, c kubernetes.Interface, ns, pod string,
 	return err
 }
 
-// reachWorker is a /debug/probes entry with its attempts' errors.
-type reachWorker struct {
-	PodName   string `json:"podName"`
-	Container string `json:"container"`
-	ProbeType string `json:"probeType"`
-	Spec      string `json:"spec"`
-	History   []struct {
-		Result string `json:"result"`
-		Error  string `json:"error"`
-	} `json:"history"`
-}
-
-func reachWorkers(p *probedProc) []reachWorker {
-	p.t.Helper()
-	_, body := p.get("/debug/probes")
-	var out []reachWorker
-	if err := json.Unmarshal([]byte(body), &out); err != nil {
-		p.t.Fatalf("/debug/probes: %v: %s", err, body)
-	}
-	return out
-}
-
 // ranCommand reports whether a worker of pod runs an exec probe whose spec
 // contains cmd and has handed it to the container runtime at least once
 // (--runtime-type=none answers every exec with its error).
 func ranCommand(p *probedProc, pod, cmd string) bool {
-	for _, w := range reachWorkers(p) {
+	for _, w := range p.debugProbes() {
 		if w.PodName != pod || !strings.Contains(w.Spec, cmd) {
 			continue
 		}
@@ -127,7 +105,7 @@ func ranCommand(p *probedProc, pod, cmd string) bool {
 // noWorkerRuns fails the test if any worker's spec contains cmd.
 func noWorkerRuns(t *testing.T, p *probedProc, cmd string) {
 	t.Helper()
-	for _, w := range reachWorkers(p) {
+	for _, w := range p.debugProbes() {
 		if strings.Contains(w.Spec, cmd) {
 			t.Errorf("worker %s/%s/%s runs %q", w.PodName, w.Container, w.ProbeType, w.Spec)
 		}
@@ -215,7 +193,7 @@ func TestProbeEditNeedsExec(t *testing.T) {
 		}
 		eventually(t, "the edited probes run", 20*time.Second, func() bool {
 			ok := 0
-			for _, w := range reachWorkers(p) {
+			for _, w := range p.debugProbes() {
 				if w.PodName == "app" && (strings.Contains(w.Spec, "timeout=3s period=2s #success=1 #failure=5") ||
 					strings.Contains(w.Spec, fmt.Sprintf(":%d/healthz", other.Port))) {
 					ok++
@@ -279,7 +257,7 @@ func TestProbeEditNeedsExec(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "the slower liveness probe", 20*time.Second, func() bool {
-			for _, w := range reachWorkers(p) {
+			for _, w := range p.debugProbes() {
 				if w.PodName == "app" && strings.Contains(w.Spec, "exec [cat /tmp/healthy]") && strings.Contains(w.Spec, "period=4s") {
 					return true
 				}

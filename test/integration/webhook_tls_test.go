@@ -29,6 +29,7 @@ func TestWebhookServesNoHTTP2(t *testing.T) {
 			defer conn.Close()
 			return conn.ConnectionState().NegotiatedProtocol, nil
 		}
+		eventually(t, name+" serving", 30*time.Second, func() bool { _, err := dial("http/1.1"); return err == nil })
 		if proto, err := dial("h2"); err == nil {
 			t.Errorf("%s: an h2-only client got a connection (protocol %q); want the handshake refused", name, proto)
 		}

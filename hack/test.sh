@@ -44,13 +44,15 @@ for t in "${tiers[@]}"; do
     compat)
       # The integration tests that exercise the API surface probed relies on
       # (readiness-gate conditions and container status through SSA, the
-      # confinement ValidatingAdmissionPolicies, the adoption webhook,
+      # confinement ValidatingAdmissionPolicies, the probe-reach and CA-bundle
+      # policies (CEL authorizer, optional fields), the adoption webhook,
       # delegated authn/authz, the manifests' server-side dry run), against
       # other kube-apiserver minors. Each is pinned in test/tools/k8s-<minor>/go.mod.
       compat_tests='^(TestReadinessFollowsTarget|TestOthersConditionsUntouchedAndNoIdleWrites|TestContainerStatusMode'
       compat_tests+='|TestRBACAndNodeConfinement|TestConfinementSurvivesNamespaceAndPrefix'
       compat_tests+='|TestWebhookAdoptsPodsInScope|TestWebhookRefusesInvalidAnnotations'
-      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun)$'
+      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun'
+      compat_tests+='|TestProbeEditNeedsExec|TestWebhookAccountChangesOnlyTheCABundle)$'
       bash hack/install-deps.sh
       bash hack/helm.sh >/dev/null
       PATH="$(bash hack/build-kubectl.sh):$PATH"

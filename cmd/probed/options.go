@@ -67,6 +67,8 @@ type options struct {
 	TLSCertFile, TLSKeyFile string
 	// ProbeResultChangeEvents is --probe-result-change-events.
 	ProbeResultChangeEvents bool
+	// RequireApprovedReach is --require-approved-reach (docs/security.md).
+	RequireApprovedReach bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -108,6 +110,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
+	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 

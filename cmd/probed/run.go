@@ -164,7 +164,8 @@ func run(ctx context.Context, o *options) error {
 		Clock:                clock.RealClock{},
 		DaemonStart:          start,
 		// Off by default: one more event per flip, beside Unhealthy.
-		ResultChangeEvents: o.ProbeResultChangeEvents,
+		ResultChangeEvents:   o.ProbeResultChangeEvents,
+		RequireApprovedReach: o.RequireApprovedReach,
 	})
 	if err != nil {
 		return err

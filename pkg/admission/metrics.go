@@ -7,6 +7,9 @@ import "github.com/prometheus/client_golang/prometheus"
 const (
 	// OutcomeAdopted: the pod was patched.
 	OutcomeAdopted = "adopted"
+	// OutcomeApproved: probed.io/approved-reach was set to what the pod's
+	// probes declare.
+	OutcomeApproved = "approved"
 	// OutcomeUnchanged: in scope, but there was nothing to move or add.
 	OutcomeUnchanged = "unchanged"
 	// OutcomeSkipped: out of scope (excluded namespace, probed's own pod,
@@ -20,7 +23,7 @@ const (
 	OutcomeError = "error"
 )
 
-// Metrics counts admission requests by webhook (adopt, validate) and
+// Metrics counts admission requests by webhook (adopt, validate, approve) and
 // outcome. A nil *Metrics counts nothing.
 type Metrics struct {
 	requests *prometheus.CounterVec
@@ -30,7 +33,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "probed_webhook_admissions_total",
-		Help: "Admission requests answered, by webhook (adopt, validate) and outcome (adopted, unchanged, skipped, allowed, denied, error).",
+		Help: "Admission requests answered, by webhook (adopt, validate, approve) and outcome (adopted, approved, unchanged, skipped, allowed, denied, error).",
 	}, []string{"webhook", "outcome"})}
 	reg.MustRegister(m.requests)
 	return m

@@ -43,6 +43,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	}
 
 	declared, problems := probespec.DeclaredProbes(pod, m.opts.Source)
+	declared, problems, unapproved := m.checkReach(pod, declared, problems)
 	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
@@ -66,6 +67,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		}
 		m.byKey[key][pod.UID] = struct{}{}
 	}
+	m.setUnapprovedLocked(e, unapproved)
 	newProblems := m.recordProblemsLocked(e, problems)
 	m.reconcileWorkersLocked(ctx, pod, e, declared)
 	warnGate, gating := m.checkGateLocked(pod, e, declared)
@@ -320,6 +322,7 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	if e.ungated {
 		m.countUngatedLocked()
 	}
+	m.setUnapprovedLocked(e, 0)
 	key := e.key.Namespace + "/" + e.key.Name
 	delete(m.byKey[key], uid)
 	if len(m.byKey[key]) == 0 {

@@ -260,7 +260,7 @@ func deployWebhook(t *testing.T, ctx context.Context) {
 		}
 	})
 	var dep *appsv1.Deployment
-	for _, obj := range decodeDir(t, filepath.Join(repoRoot, "deploy/webhook"), "webhook.yaml", "admission.yaml") {
+	for _, obj := range decodeDir(t, filepath.Join(repoRoot, "deploy/webhook"), "webhook.yaml", "admission.yaml", "ca-bundle.yaml") {
 		var err error
 		bg := context.Background()
 		switch o := obj.(type) {

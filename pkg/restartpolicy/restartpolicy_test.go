@@ -113,7 +113,7 @@ func TestWillRunAgain(t *testing.T) {
 			{Name: "trigger", RestartPolicy: &never, RestartPolicyRules: []v1.ContainerRestartRule{all}},
 		},
 	}}
-		if WillRunAgain(pod, "app", 1) {
+	if WillRunAgain(pod, "app", 1) {
 		t.Error("app in a Never pod will run again, alone")
 	}
 	pod.Status.ContainerStatuses = []v1.ContainerStatus{

@@ -108,10 +108,13 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 	}
 	m.mu.Unlock()
 	for _, c := range cands {
-		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success {
-			continue
-		}
-		if c.seed != nil {
+		// A seed stands in only while no result is known for the instance:
+		// once a probe said not ready, the trigger is due as for any other.
+		if v, ok := m.readiness.Get(c.cs.ContainerID); ok {
+			if v.Result == results.Success {
+				continue
+			}
+		} else if c.seed != nil {
 			if r, ok := c.seed(c.cs.ContainerID); ok && r == results.Success {
 				continue
 			}
@@ -237,6 +240,12 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 // instance, as a restart of probed does: the condition stays True until the
 // new probe's own results say otherwise, instead of flipping to pending
 // between the old worker's exit and the new one's first result.
+//
+// A seed holds only while nothing newer is known for that instance: when
+// the worker being replaced knows another result (the container failed
+// since an earlier edit, or since the seed read back after a restart of
+// probed), the seed of that type is dropped, so the new worker starts from
+// the kubelet's initial value and never brings a stale Ready back.
 func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 	if k.probeType != prober.Readiness && k.probeType != prober.Startup {
 		return
@@ -245,21 +254,30 @@ func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 	if cs == nil || cs.ContainerID == "" {
 		return
 	}
-	if v, known := m.resultsFor(k.probeType).Get(cs.ContainerID); !known || v.Result != results.Success {
+	v, known := m.resultsFor(k.probeType).Get(cs.ContainerID)
+	if !known {
 		return
 	}
 	s := e.seeds[k.container]
 	if s.ContainerID != cs.ContainerID {
 		s = status.Seed{ContainerID: cs.ContainerID}
 	}
-	yes := true
+	var carried *bool
+	if v.Result == results.Success {
+		yes := true
+		carried = &yes
+	}
 	if k.probeType == prober.Readiness {
-		s.Ready = &yes
+		s.Ready = carried
 	} else {
-		s.Started = &yes
+		s.Started = carried
 	}
 	if e.seeds == nil {
 		e.seeds = map[string]status.Seed{}
+	}
+	if s.Ready == nil && s.Started == nil {
+		delete(e.seeds, k.container)
+		return
 	}
 	e.seeds[k.container] = s
 }

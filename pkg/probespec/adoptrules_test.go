@@ -85,9 +85,11 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 			left:   "app/readinessProbe", reason: "only the pod's own IPs",
 		},
 		{
-			name:   "a named port that resolves to nothing",
-			mutate: func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("metrics")}}} },
-			left:   "app/readinessProbe", reason: `probed would refuse it: container "app" readinessProbe: tcpSocket.port: Invalid value: "metrics": no container port named "metrics"`,
+			name: "a named port that resolves to nothing",
+			mutate: func(s *v1.PodSpec) {
+				s.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("metrics")}}}
+			},
+			left: "app/readinessProbe", reason: `probed would refuse it: container "app" readinessProbe: tcpSocket.port: Invalid value: "metrics": no container port named "metrics"`,
 		},
 		{
 			name: "a typed field probed does not run yet (h2c)",

@@ -24,8 +24,12 @@ const ReasonMissingReadinessGate = "MissingReadinessGate"
 //
 //	probed_pods_without_readiness_gate  gauge: pods with a probed readiness
 //	                                    or startup probe but no probed.io/ready gate
+//	probed_pods_with_probe_parity_warnings{reason}  gauge: pods whose annotation
+//	                                    declares a probe probed runs unlike the kubelet
 type Metrics struct {
 	ungated prometheus.Gauge
+	// parity is probed_pods_with_probe_parity_warnings (parity.go).
+	parity *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -33,9 +37,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{ungated: prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "probed_pods_without_readiness_gate",
 		Help: "Pods on the node with a probed readiness or startup probe but no probed.io/ready readiness gate: their probes do not reach the pod's Ready condition.",
-	})}
+	}), parity: newParityGauge()}
 	if reg != nil {
-		reg.MustRegister(m.ungated)
+		reg.MustRegister(m.ungated, m.parity)
 	}
 	return m
 }

@@ -112,6 +112,10 @@ type podEntry struct {
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated
 	seeds    map[string]status.Seed
+	// parity holds the reasons of the pod's parity warnings (parity.go);
+	// parityWarned the "<container>/<reason>" already raised.
+	parity       map[string]bool
+	parityWarned map[string]bool
 }
 
 // New wires a Manager to its informer. Call Run to start it.

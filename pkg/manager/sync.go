@@ -70,6 +70,8 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	m.reconcileWorkersLocked(ctx, pod, e, declared)
 	warnGate, gating := m.checkGateLocked(pod, e, declared)
 	m.countUngatedLocked()
+	parity := m.checkParityLocked(pod, e, declared)
+	m.countParityLocked()
 	m.mu.Unlock()
 
 	if newProblems {
@@ -78,6 +80,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	if warnGate {
 		m.reportMissingGate(pod, gating)
 	}
+	m.reportParity(pod, parity)
 	m.updateStatus(pod.UID)
 	m.triggerNotReady(pod)
 	return nil
@@ -337,6 +340,9 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	if e.ungated {
 		m.countUngatedLocked()
 	}
+	if len(e.parity) > 0 {
+		m.countParityLocked()
+	}
 	key := e.key.Namespace + "/" + e.key.Name
 	delete(m.byKey[key], uid)
 	if len(m.byKey[key]) == 0 {
@@ -354,6 +360,8 @@ func (m *Manager) removePodLocked(uid types.UID) {
 // instance is Success; without a result, started unless a startup worker
 // exists. So a container with no probed startup probe is started once it
 // runs, and so is one whose startup worker ended (the pod is being deleted).
+// Where the kubelet runs the container's startup probe (it stayed in the
+// pod spec), started is the kubelet's containerStatuses[].started.
 func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	if cs == nil || cs.State.Running == nil {
 		return false
@@ -371,6 +379,10 @@ func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	_, exists := e.workers[k]
 	// An invalid startup probe still gates: the user asked for one.
 	_, invalid := e.invalid[k]
+	_, ended := e.ended[k]
+	if !exists && !invalid && !ended && m.kubeletRunsStartup(pod, cs.Name) {
+		return cs.Started != nil && *cs.Started
+	}
 	return !exists && !invalid
 }
 

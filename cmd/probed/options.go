@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -81,7 +82,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
 	fs.Float64Var(&o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
 	fs.IntVar(&o.EventBurst, "event-burst", 20, "event creation burst")
-	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
+	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
 	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
 	fs.StringVar(&o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)")
 	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
@@ -82,15 +83,7 @@ func TestAdopterKeepsUnknownFields(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","futureMeta":"x"},
 	  "spec":{"futureSpec":{"a":1},"containers":[{"name":"app","image":"app","futureContainer":true,
 	    "readinessProbe":{"exec":{"command":["true"]}}}],"readinessGates":[{"conditionType":"other","futureGate":1}]}}`)
-	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
-	if !resp.Allowed {
-		t.Fatalf("denied: %v", resp.Result)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
-		t.Fatal(err)
-	}
-	s := string(mustJSON(t, got))
+	_, s := admitRaw(t, newAdopter(prometheus.NewRegistry()), raw)
 	for _, keep := range []string{`"futureMeta":"x"`, `"futureSpec":{"a":1}`, `"futureContainer":true`, `"futureGate":1`} {
 		if !strings.Contains(s, keep) {
 			t.Errorf("lost %s: %s", keep, s)
@@ -104,16 +97,10 @@ func TestAdopterKeepsUnknownFields(t *testing.T) {
 	}
 }
 
-// A probe carrying a field this build does not know (invented here) stays
-// in the spec exactly as sent, with a warning that names the field; the
-// pod's other probes still move. The webhook compares the JSON as sent with
-// what its types keep: its typed decode drops the field silently.
-func TestAdopterLeavesProbesWithUnknownFieldsUntouched(t *testing.T) {
-	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"app",
-	  "livenessProbe":{"httpGet":{"port":8080,"path":"/healthz","probedTestOnlyWire":"h9"},"periodSeconds":3},
-	  "readinessProbe":{"exec":{"command":["true"]}}}]}}`)
-	reg := prometheus.NewRegistry()
-	a := newAdopter(reg)
+// admitRaw runs a pod create as sent through a, and returns the response
+// and the object it patches, as compact JSON.
+func admitRaw(t *testing.T, a *Adopter, raw []byte) (admission.Response, string) {
+	t.Helper()
 	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
 	if !resp.Allowed {
 		t.Fatalf("denied: %v", resp.Result)
@@ -122,7 +109,19 @@ func TestAdopterLeavesProbesWithUnknownFieldsUntouched(t *testing.T) {
 	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
 		t.Fatal(err)
 	}
-	s := string(mustJSON(t, got))
+	return resp, string(mustJSON(t, got))
+}
+
+// A probe carrying a field this build does not know (invented here) stays
+// in the spec exactly as sent, with a warning that names the field; the
+// pod's other probes still move. The webhook compares the JSON as sent with
+// what its types keep: its typed decode drops the field silently.
+func TestAdopterLeavesProbesWithUnknownFieldsUntouched(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"app",
+	  "livenessProbe":{"httpGet":{"port":8080,"path":"/healthz","probedTestOnlyWire":"h9"},"periodSeconds":3},
+	  "readinessProbe":{"exec":{"command":["true"]}}}]}}`)
+	a := newAdopter(prometheus.NewRegistry())
+	resp, s := admitRaw(t, a, raw)
 	if !strings.Contains(s, `"livenessProbe":{"httpGet":{"path":"/healthz","port":8080,"probedTestOnlyWire":"h9"},"periodSeconds":3}`) {
 		t.Errorf("the liveness probe did not stay as sent: %s", s)
 	}

@@ -332,11 +332,7 @@ func TestEditedReadinessProbeKeepsItsSuccess(t *testing.T) {
 	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
 	e.update(pod)
 	<-old.Done()
-	e.eventually("the new probe in flight", func() bool {
-		e.prober.mu.Lock()
-		defer e.prober.mu.Unlock()
-		return e.prober.held > 0
-	})
+	e.waitHeld()
 	e.sink.mu.Lock()
 	flips := e.sink.notReady["u9"]
 	e.sink.mu.Unlock()

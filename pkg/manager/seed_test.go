@@ -19,6 +19,16 @@ func (e *env) setResult(id string, r results.Result) {
 	e.prober.mu.Unlock()
 }
 
+// waitHeld waits until a probe has reached one of the prober's holds.
+func (e *env) waitHeld() {
+	e.t.Helper()
+	e.eventually("the new probe in flight", func() bool {
+		e.prober.mu.Lock()
+		defer e.prober.mu.Unlock()
+		return e.prober.held > 0
+	})
+}
+
 func (e *env) readyStates(uid string) int {
 	e.sink.mu.Lock()
 	defer e.sink.mu.Unlock()
@@ -80,11 +90,7 @@ func TestStaleSeedDoesNotBringReadyBack(t *testing.T) {
 			pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcpPort(3, 1)}})
 			e.update(pod)
 			<-old.Done()
-			e.eventually("the new probe in flight", func() bool {
-				e.prober.mu.Lock()
-				defer e.prober.mu.Unlock()
-				return e.prober.held > 0
-			})
+			e.waitHeld()
 			e.eventually("the edit processed", func() bool { return e.mgr.queue.Len() == 0 })
 			if n := e.readyStates(uid) - before; n > 0 {
 				t.Errorf("a failing container was reported ready %d times after the second edit", n)

@@ -84,6 +84,8 @@ func waitEvent(t *testing.T, ctx context.Context, p *v1.Pod, component, reason, 
 	return found
 }
 
+// containerStatus is the named container's status in p (init containers
+// first), or nil.
 func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for i := range list {

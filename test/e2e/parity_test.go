@@ -26,7 +26,17 @@ import (
 
 // Scenarios of kubelet parity that only a real kubelet shows: who restarts
 // a container and when, the start-up order of sidecars, and what adoption
-// leaves with the kubelet. The webhook ones run under TestWebhook.
+// leaves with the kubelet. These run beside the "Probing container"
+// scenarios (TestProbing/scenarios/parity); the webhook ones under
+// TestWebhook.
+var parityScenarios = []struct {
+	name string
+	run  func(t *testing.T)
+}{
+	{"onfailure-annotated-liveness-says-what-happens", testOnFailureAnnotationLivenessSaysWhatHappens},
+	{"restart-rules-new-instance-probed", testRestartRulesProbedProbesTheNewInstance},
+	{"restart-count-timing", testRestartCountTimingProbedAndKubelet},
+}
 
 // pollPod polls the pod until cond holds and returns it.
 func pollPod(t *testing.T, ctx context.Context, ns, name, what string, timeout time.Duration, cond func(p *v1.Pod) bool) *v1.Pod {
@@ -179,8 +189,7 @@ func testOnFailureJobThroughWebhook(t *testing.T, ctx context.Context, ns string
 // probed runs it, says once that a kill may not restart it
 // (RestartNotGuaranteed), and its Killing text says what really happens:
 // the container exits 0 on SIGTERM, is not restarted, and the pod succeeds.
-func TestOnFailureAnnotationLivenessSaysWhatHappens(t *testing.T) {
-	t.Parallel()
+func testOnFailureAnnotationLivenessSaysWhatHappens(t *testing.T) {
 	ctx := context.Background()
 	spec := onFailurePodSpec(nil)
 	spec.Containers[0].ReadinessProbe = nil
@@ -314,8 +323,7 @@ func (r *warningRecorder) list() []string {
 // restart rule: exit 42 runs it again (KEP-5307, on by default from 1.35).
 // Its first run exits 42; probed keeps probing the new instance, which
 // becomes ready.
-func TestRestartRulesProbedProbesTheNewInstance(t *testing.T) {
-	t.Parallel()
+func testRestartRulesProbedProbesTheNewInstance(t *testing.T) {
 	s := newSC(t, "restart-rules-new-instance-probed", regular)
 	s.group = "parity"
 	script := `if [ ! -f /data/ran ]; then touch /data/ran; sleep 8; exit 42; fi; touch /tmp/ready; exec sleep 3600`
@@ -361,8 +369,7 @@ func TestRestartRulesProbedProbesTheNewInstance(t *testing.T) {
 // stop it measures from the instance that just exited, so every restart
 // from the second on waits out one more back-off step. The figures go in
 // the summary and docs/install.md.
-func TestRestartCountTimingProbedAndKubelet(t *testing.T) {
-	t.Parallel()
+func testRestartCountTimingProbedAndKubelet(t *testing.T) {
 	const restarts = 5
 	var mu sync.Mutex
 	took := map[string]string{}

@@ -106,8 +106,10 @@ type podEntry struct {
 	// gate; gateWarned: the Warning was raised.
 	ungated, gateWarned bool
 	// ended holds the probes whose worker ended on its own; they are not
-	// started again unless the probe changes.
+	// started again unless the probe changes or the container runs again
+	// (endedOn: the container instance each ended on).
 	ended    map[probeKey]probespec.DeclaredProbe
+	endedOn  map[probeKey]string
 	order    []string // containers with any probe, in pod spec order
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated

@@ -6,8 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -104,5 +106,41 @@ func TestKubeletStartupProbeGatesProbedProbes(t *testing.T) {
 		e.prober.mu.Lock()
 		defer e.prober.mu.Unlock()
 		return e.prober.calls[id+"/Readiness"] > 0 && e.prober.calls[id+"/Liveness"] > 0 && e.readyNow(uid)()
+	})
+}
+
+// A worker that ended because its container would not run again starts
+// again when the container does run again after all (every container
+// restarted for another's RestartAllContainers rule): the kubelet adds a
+// pod's missing workers on every sync. Until then it stays ended.
+func TestEndedWorkerStartsAgainForANewInstance(t *testing.T) {
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
+	const uid = "r1"
+	pod := runningPod("p", uid, annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app", "trigger")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+	e.create(pod)
+	ended := func() bool {
+		e.mgr.mu.Lock()
+		defer e.mgr.mu.Unlock()
+		ent := e.mgr.pods[uidOf(uid)]
+		return ent != nil && ent.workers[probeKey{"app", prober.Readiness}] == nil && len(ent.ended) == 1
+	}
+	e.eventually("the worker ended on the terminated container", ended)
+	pod.Labels = map[string]string{"sync": "1"}
+	e.update(pod)
+	e.eventually("the sync processed", func() bool { return e.mgr.queue.Len() == 0 })
+	if !ended() {
+		t.Fatal("a sync restarted the worker of a container that stays terminated")
+	}
+
+	pod.Status.ContainerStatuses[0].ContainerID = "containerd://r1-app-2"
+	pod.Status.ContainerStatuses[0].State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	e.update(pod)
+	e.eventually("the new instance probed and ready", func() bool {
+		e.prober.mu.Lock()
+		n := e.prober.calls["containerd://r1-app-2/Readiness"]
+		e.prober.mu.Unlock()
+		return n > 0 && e.readyNow(uid)()
 	})
 }

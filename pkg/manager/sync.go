@@ -176,19 +176,36 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			continue
 		}
 		// A worker that ended on its own (its container will not run again,
-		// or the pod is being deleted) stays ended, as in the kubelet, which
-		// adds a pod's workers once; only an edit of its probe starts it anew.
-		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && probespec.SameExtensions(d, ended) {
+		// or the pod is being deleted) stays ended until its probe is edited
+		// or its container runs again after all (every container restarted
+		// for another's RestartAllContainers rule, say): the kubelet adds the
+		// pod's missing workers on every sync of a pod that is not
+		// terminating, and a new one ends at once on a container that stays
+		// terminated.
+		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && probespec.SameExtensions(d, ended) &&
+			!runsAgain(pod, k.container, e.endedOn[k]) {
 			continue
 		}
 		delete(e.ended, k)
+		delete(e.endedOn, k)
 		m.startWorkerLocked(ctx, pod, e, d, nil)
 	}
 	for k := range e.ended {
 		if _, ok := want[k]; !ok {
 			delete(e.ended, k)
+			delete(e.endedOn, k)
 		}
 	}
+}
+
+// runsAgain reports whether the named container of a pod that is not
+// terminating has an instance other than the one its worker ended on.
+func runsAgain(pod *v1.Pod, name, endedOn string) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := findStatus(pod, name)
+	return cs != nil && cs.ContainerID != "" && cs.ContainerID != endedOn
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d probespec.DeclaredProbe, after <-chan struct{}) {
@@ -314,6 +331,10 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 		delete(e.workers, k)
 		if d, ok := e.specs[k]; ok {
 			e.ended[k] = d
+			if e.endedOn == nil {
+				e.endedOn = map[probeKey]string{}
+			}
+			e.endedOn[k] = w.Snapshot().ContainerID
 		}
 		delete(e.specs, k)
 	}

@@ -31,8 +31,18 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-k8s.sh kube-apiserver
       # The chart's tests: helm (built from its Go module) and kubectl kustomize.
-      bash hack/helm.sh >/dev/null
+      helm_dir="$(bash hack/helm.sh)"
       PATH="$(bash hack/build-kubectl.sh):$PATH"
+      step "manifests: helm lint --strict, kubectl kustomize of every kustomization"
+      "$helm_dir/helm" lint --strict charts/probed
+      "$helm_dir/helm" lint --strict charts/probed --set monitoring.enabled=true --set webhook.certManager.enabled=true \
+        --set namespace.create=true --set namespace.name=elsewhere
+      "$helm_dir/helm" lint --strict charts/probed --set webhook.enabled=false \
+        --set flags.runtime-endpoint=unix:///var/run/crio/crio.sock --set flags.runtime-type=cri
+      for k in $(git ls-files '*kustomization.yaml'); do
+        grep -q '^kind: Component' "$k" && continue # rendered through deploy/ and the tests' wrappers
+        kubectl kustomize "$(dirname "$k")" >/dev/null 2> >(grep -v "'vars' is deprecated" >&2)
+      done
       go test -count=1 ./test/monitoring/
       go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/...
       step "churn soak, short (300 pods, 2m; make soak runs the full one)"
@@ -96,7 +106,8 @@ for t in "${tiers[@]}"; do
       bash hack/build-workload-images.sh
       bash hack/build-probed-image.sh
       E2E_SKIP_IMAGE_BUILD=1 go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/
-      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc"
+      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc; the krew manifest through krew's own validation"
+      bash hack/krew.sh >/dev/null
       go test -count=1 -tags release -timeout 15m ./test/release/ ;;
     soak)
       # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -64,31 +65,37 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	fs.StringVar(&o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)")
+	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
+		"auto", "containerd-cri", "containerd", "cri", "none")
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
-	fs.StringVar(&o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)")
-	fs.StringVar(&o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both")
+	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
+		"conditions", "container-status")
+	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
+		"annotation", "spec", "both")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
-	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
-	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
+	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only",
+		"restart", "event-only")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
-	fs.DurationVar(&o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
-	fs.Float64Var(&o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
-	fs.IntVar(&o.EventBurst, "event-burst", 20, "event creation burst")
+	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
+	flagschema.PositiveFloatVar(fs, &o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
+	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")
+	flagschema.PositiveFloatVar(fs, &o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
+	flagschema.IntVar(fs, &o.EventBurst, "event-burst", 20, 1, "event creation burst")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
-	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
-	fs.StringVar(&o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)")
+	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
+		"deny-node-local", "pod-ips", "kubelet")
+	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
+		"fin", "rst")
 	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
-	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
+	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
-	fs.DurationVar(&o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
+	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 

@@ -50,7 +50,7 @@ func (c Command) Run(args []string) int {
 	var write bool
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
-	verbose := fs.Bool("v", false, "report every pod template on stderr")
+	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
 	hostPolicy := prober.HostPolicyDenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
 	fs.Usage = func() {
@@ -58,11 +58,15 @@ func (c Command) Run(args []string) int {
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-ReplicationController, PodTemplate, and the items of a List) into the
-probed.io/probes annotation and adds the probed.io/ready readiness gate, as
-the adoption webhook does. Everything else in the YAML is left as it was.
-A probe probed would not run as the kubelet does (docs/webhook.md lists the
-cases) stays in the spec, and a line on stderr says which and why.
+ReplicationController, PodTemplate, the items of a List, and any object with
+a pod template at spec.template, spec.jobTemplate.spec.template or template,
+such as a CloneSet or a Rollout) into the probed.io/probes annotation and adds
+the probed.io/ready readiness gate, as the adoption webhook does. Everything
+else in the YAML is left as it was; objects without a pod template are named
+on stderr. A probe probed would not run as the kubelet does (docs/webhook.md
+lists the cases) stays in the spec, and a line on stderr says which and why.
+A probe in the annotation the daemon would refuse (InvalidProbe) stops it,
+exit 2.
 Reads stdin when no file is named (or the file is "-"), writes stdout.
 
   %[1]s < deploy.yaml > deploy.probed.yaml
@@ -94,7 +98,7 @@ Flags:
 	for _, in := range inputs {
 		for _, o := range in.res.Objects {
 			changed = changed || o.Changed()
-			if *verbose || (*check && o.Changed()) {
+			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
 			}
 			if o.Skipped == "" {
@@ -186,9 +190,12 @@ func unjoin(err error) []error {
 
 // describe says in one line what converting a template did (or would do).
 func describe(o Object, would bool) string {
+	if o.Template == "" {
+		return fmt.Sprintf("document %d (line %d), %s: skipped: %s", o.Document, o.Line, o.Object, o.Skipped)
+	}
 	where := fmt.Sprintf("document %d, %s (%s)", o.Document, o.Object, o.Template)
 	if o.Skipped != "" {
-		return where + ": left alone: " + o.Skipped
+		return where + ": skipped: " + o.Skipped
 	}
 	if !o.Changed() {
 		return where + ": nothing to do"

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -89,6 +90,9 @@ func planTemplate(t template, o Options) (*change, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := validate(after); err != nil {
+		return nil, err
+	}
 	diff := func(list string, b, a []v1.Container) {
 		for i := range b {
 			for _, f := range probeFields {
@@ -113,6 +117,22 @@ func planTemplate(t template, o Options) (*change, error) {
 	}
 	c.addGate = c.adoption.GateAdded
 	return c, nil
+}
+
+// validate judges the converted template as the daemon will judge its
+// pods (probespec.DeclaredProbes): every problem the daemon would report as
+// an InvalidProbe event, with its text. A template that names a container
+// only another webhook will inject fails here too: convert cannot know it.
+func validate(t *v1.PodTemplateSpec) error {
+	if _, ok := t.Annotations[probespec.ProbesAnnotation]; !ok {
+		return nil
+	}
+	_, problems := probespec.DeclaredProbes(&v1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}, probespec.ProbeSourceAnnotation)
+	var errs []error
+	for _, p := range problems {
+		errs = append(errs, fmt.Errorf("InvalidProbe: %s", p.String()))
+	}
+	return errors.Join(errs...)
 }
 
 // noSpec: the template has no spec, or a null one (spec:, ~), which the

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
@@ -165,22 +167,75 @@ func (j *adoptJudge) killParity(s adoptSlot) string {
 		policy, strings.ToLower(s.typ.String()), after)
 }
 
-// invalid: a probe probed would refuse (InvalidProbe) as the annotation
-// would carry it; the validating webhook would then refuse the whole pod.
+// invalid: a probe probed would refuse (InvalidProbe) where the API server
+// accepts it: a named port the container does not declare, which the
+// kubelet only fails to resolve when it probes (the probe then never
+// succeeds, and never kills), while probed refuses it and the validating
+// webhook would refuse the pod. A probe the API server itself would refuse
+// (no handler, a negative threshold) moves, and is refused with the
+// daemon's words where the annotation is validated.
 func (j *adoptJudge) invalid(s adoptSlot) string {
+	problem := declaredProblem(j.spec, s)
+	if problem == "" {
+		return ""
+	}
+	// Again with every port name the probe uses declared: what remains is
+	// what the API server refuses too.
+	named := *j.spec
+	named.InitContainers = slices.Clone(j.spec.InitContainers)
+	named.Containers = slices.Clone(j.spec.Containers)
+	c := restartpolicy.Container(&named, s.container.Name)
+	c.Ports = slices.Clone(c.Ports)
+	for _, name := range portNames(*s.probe) {
+		c.Ports = append(c.Ports, v1.ContainerPort{Name: name, ContainerPort: 1})
+	}
+	if declaredProblem(&named, s) != "" {
+		return ""
+	}
+	return "probed would refuse it: " + problem
+}
+
+// declaredProblem is the daemon's first problem with the probe in s, as
+// the annotation would carry it in a pod with spec, or "".
+func declaredProblem(spec *v1.PodSpec, s adoptSlot) string {
 	b, err := json.Marshal(map[string]map[string]*v1.Probe{s.container.Name: {s.field: *s.probe}})
 	if err != nil {
 		return "it cannot be encoded: " + err.Error()
 	}
-	pod := &v1.Pod{Spec: *j.spec}
+	pod := &v1.Pod{Spec: *spec}
 	pod.Annotations = map[string]string{ProbesAnnotation: string(b)}
 	_, problems := DeclaredProbes(pod, ProbeSourceAnnotation)
 	for _, p := range problems {
 		if p.Type == nil || (p.Container == s.container.Name && *p.Type == s.typ) {
-			return "probed would refuse it: " + p.String()
+			return p.String()
 		}
 	}
 	return ""
+}
+
+// portNames are the port names a probe refers to.
+func portNames(p *v1.Probe) []string {
+	var out []string
+	for _, port := range []*intstr.IntOrString{httpPort(p), tcpPort(p)} {
+		if port != nil && port.Type == intstr.String {
+			out = append(out, port.StrVal)
+		}
+	}
+	return out
+}
+
+func httpPort(p *v1.Probe) *intstr.IntOrString {
+	if p.HTTPGet == nil {
+		return nil
+	}
+	return &p.HTTPGet.Port
+}
+
+func tcpPort(p *v1.Probe) *intstr.IntOrString {
+	if p.TCPSocket == nil {
+		return nil
+	}
+	return &p.TCPSocket.Port
 }
 
 // hostRefused: --probe-host-policy refuses the probe's host on every node.

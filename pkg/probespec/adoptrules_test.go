@@ -186,6 +186,9 @@ func TestAdoptMovesWhatProbedRunsAsTheKubelet(t *testing.T) {
 		{"loopback under the kubelet policy", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe.HTTPGet.Host = "127.0.0.1" },
 			AdoptOptions{HostPolicy: prober.HostPolicyKubelet}},
 		{"a sidecar's liveness", func(s *v1.PodSpec) { s.InitContainers[1].LivenessProbe = execProbe("true") }, AdoptOptions{}},
+		// Invalid for the API server too: it moves, and is refused with the
+		// daemon's words where the annotation is validated.
+		{"a probe without a handler", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = &v1.Probe{PeriodSeconds: 5} }, AdoptOptions{}},
 		{"HTTP1, the default protocol, said", func(s *v1.PodSpec) {
 			p := v1.HTTPProtocolHTTP1
 			s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &p

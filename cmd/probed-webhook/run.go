@@ -28,6 +28,7 @@ import (
 
 	probedadmission "github.com/probed-dev/probed/pkg/admission"
 	"github.com/probed-dev/probed/pkg/gatewatch"
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/servingcert"
 	"github.com/probed-dev/probed/pkg/version"
 )
@@ -85,7 +86,8 @@ func run(ctx context.Context, o *options) error {
 	metrics := probedadmission.NewMetrics(reg)
 	version.RegisterBuildInfo(reg, "probed_webhook")
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
-	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, Metrics: metrics}})
+	hostPolicy, _ := prober.ParseHostPolicy(o.ProbeHostPolicy) // validated
+	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: hostPolicy, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
 	server.Register(approvePath, &admission.Webhook{Handler: &probedadmission.ReachApprover{ExcludedNamespaces: o.excludedNamespaces(),
 		Access: probedadmission.SubjectAccessReviews{Client: client.AuthorizationV1().SubjectAccessReviews()}, Metrics: metrics}})

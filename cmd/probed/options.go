@@ -10,6 +10,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -101,7 +102,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.IntVar(fs, &o.EventBurst, "event-burst", 20, 1, "event creation burst")
 	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
 	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
-	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
+	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
 	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
 		"deny-node-local", "pod-ips", "kubelet")
 	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",

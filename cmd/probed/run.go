@@ -87,6 +87,11 @@ func run(ctx context.Context, o *options) error {
 	hostGuard := prober.NewHostGuard(hostPolicy, prober.HostGuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
+	// The kubelet's User-Agent carries its own version: follow the node's.
+	userAgentVersion := o.ProbeUserAgent
+	if userAgentVersion == "" {
+		userAgentVersion = manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion)
+	}
 
 	// The restart guard: a node-wide budget and the per-workload guard in
 	// front of the runtime killer, when probed restarts containers at all.
@@ -109,7 +114,7 @@ func run(ctx context.Context, o *options) error {
 		defer broadcaster.Shutdown()
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
 		// A preStop hook is part of a kill: it never queues behind probes.
-		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, Recorder: recorder})
+		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, Recorder: recorder})
 		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
 		if o.LivenessAction == "restart" {
 			killer = &restartguard.Killer{
@@ -150,7 +155,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
 		Source:    source,
-		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
+		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
 		Killer:    killer,
 		HostGuard: hostGuard,
 		Liveness:  liveness,

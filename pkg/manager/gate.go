@@ -26,9 +26,13 @@ const ReasonMissingReadinessGate = "MissingReadinessGate"
 //	                                    or startup probe but no probed.io/ready gate
 //	probed_probes_unapproved_reach      gauge: probes not run because
 //	                                    probed.io/approved-reach does not cover them
+//	probed_pods_with_probe_parity_warnings{reason}  gauge: pods whose annotation
+//	                                    declares a probe probed runs unlike the kubelet
 type Metrics struct {
 	ungated    prometheus.Gauge
 	unapproved prometheus.Gauge
+	// parity is probed_pods_with_probe_parity_warnings (parity.go).
+	parity *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -39,9 +43,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}), unapproved: prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "probed_probes_unapproved_reach",
 		Help: "Probes on the node not run because what they run or where they connect changed without approval: probed.io/approved-reach does not cover them (each raises an InvalidProbe Warning).",
-	})}
+	}), parity: newParityGauge()}
 	if reg != nil {
-		reg.MustRegister(m.ungated, m.unapproved)
+		reg.MustRegister(m.ungated, m.unapproved, m.parity)
 	}
 	return m
 }

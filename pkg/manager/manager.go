@@ -114,14 +114,20 @@ type podEntry struct {
 	// gate; gateWarned: the Warning was raised.
 	ungated, gateWarned bool
 	// ended holds the probes whose worker ended on its own; they are not
-	// started again unless the probe changes.
+	// started again unless the probe changes or the container runs again
+	// (endedOn: the container instance each ended on).
 	ended    map[probeKey]probespec.DeclaredProbe
+	endedOn  map[probeKey]string
 	order    []string // containers with any probe, in pod spec order
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated
 	seeds    map[string]status.Seed
 	// unapproved is how many of its probes are refused for their reach.
 	unapproved int
+	// parity holds the reasons of the pod's parity warnings (parity.go);
+	// parityWarned the "<container>/<reason>" already raised.
+	parity       map[string]bool
+	parityWarned map[string]bool
 }
 
 // New wires a Manager to its informer. Call Run to start it.

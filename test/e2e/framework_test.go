@@ -262,16 +262,7 @@ func (s *sc) get() *v1.Pod {
 }
 
 // status is the probed container's status in p, or nil.
-func (s *sc) status(p *v1.Pod) *v1.ContainerStatus {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].Name == s.container {
-				return &list[i]
-			}
-		}
-	}
-	return nil
-}
+func (s *sc) status(p *v1.Pod) *v1.ContainerStatus { return containerStatus(p, s.container) }
 
 func (s *sc) restartCount(p *v1.Pod) int32 {
 	if cs := s.status(p); cs != nil {

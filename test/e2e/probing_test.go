@@ -52,6 +52,15 @@ func TestProbing(t *testing.T) {
 			t.Parallel()
 			testDemo(t)
 		})
+		t.Run("parity", func(t *testing.T) {
+			t.Parallel()
+			for _, sn := range parityScenarios {
+				t.Run(sn.name, func(t *testing.T) {
+					t.Parallel()
+					sn.run(t)
+				})
+			}
+		})
 	})
 	t.Run("probed-stayed-up", testProbedStayedUp)
 }

@@ -213,7 +213,6 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
-		GRPCTLS:       d.GRPCTLS,
 		Period:        d.Period,
 		Timeout:       d.Timeout,
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,8 +177,25 @@ var ephemeral = regexp.MustCompile(`127\.0\.0\.1:\d+->`)
 var clientTimeout = regexp.MustCompile(`(context deadline exceeded|net/http: request canceled( [a-z]+)*|i/o timeout)( \(Client\.Timeout[^)]*\))?`)
 
 func normalise(s string) string {
+	s = withheldQuotes(s)
 	s = ephemeral.ReplaceAllString(s, "127.0.0.1:X->")
 	return clientTimeout.ReplaceAllString(s, "<timeout>")
+}
+
+// goQuoted matches a string as %q prints it.
+var goQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// withheldQuotes is what probed publishes of the kubelet's text s (issue
+// 20): after the request's `Get "URL": `, every quoted string, which is
+// what net/http quoted of the response, becomes "<withheld>".
+func withheldQuotes(s string) string {
+	start := 0
+	if rest, ok := strings.CutPrefix(s, "Get "); ok {
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			start = len("Get ") + len(q)
+		}
+	}
+	return s[:start] + goQuoted.ReplaceAllString(s[start:], `"<withheld>"`)
 }
 
 // maxQuotedOutput bounds a probe's output. Bodies are cut at MaxOutputBytes

@@ -2,34 +2,28 @@ package prober
 
 import (
 	"fmt"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// resolvePort turns an httpGet or tcpSocket port into a number the way the
-// kubelet does: a number is taken as is; a string is first looked up as a
-// container port name and then, as a last resort, parsed as a number. The
-// errors carry the kubelet's texts because users see them in events.
+// resolvePort turns an httpGet or tcpSocket port into a number as the
+// kubelet's ResolveContainerPort (1.37) does: a number is taken as is; a
+// string is a container port's name. The errors carry the kubelet's texts
+// because users see them in events.
 func resolvePort(param intstr.IntOrString, ports []v1.ContainerPort) (int, error) {
-	var port int
+	port := -1
 	switch param.Type {
 	case intstr.Int:
 		port = param.IntValue()
 	case intstr.String:
 		named, ok := findNamedPort(ports, param.StrVal)
-		if ok {
-			port = named
-			break
+		if !ok {
+			return 0, fmt.Errorf("port %q not found", param.StrVal)
 		}
-		n, err := strconv.Atoi(param.StrVal)
-		if err != nil {
-			return n, err
-		}
-		port = n
+		port = named
 	default:
-		return -1, fmt.Errorf("intOrString had no kind: %+v", param)
+		return port, fmt.Errorf("intOrString had no kind: %+v", param)
 	}
 	if port < 1 || port > 65535 {
 		return port, fmt.Errorf("invalid port number: %v", port)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,7 +23,7 @@ const defaultTimeout = time.Second
 var errNoHandler = errors.New("missing probe handler")
 
 // Prober runs single probes. It is safe for concurrent use by many workers;
-// everything it holds (transport, dialers, options) is shared and immutable.
+// everything it holds (transports, options) is shared and immutable.
 type Prober struct {
 	runner    CommandRunner
 	userAgent string
@@ -39,17 +37,14 @@ type Prober struct {
 // no exec probe will run, in which case exec probes error.
 func New(runner CommandRunner, opts Options) *Prober {
 	ua := opts.userAgent()
-	p := &Prober{
+	return &Prober{
 		runner:    runner,
 		userAgent: ua,
-		http:      newHTTPProber(opts.HostGuard),
-		tcp:       newTCPProber(opts.HostGuard, opts.TCPClose),
+		http:      newHTTPProber(ua, opts.HostGuard),
+		tcp:       &tcpProber{guard: opts.HostGuard, rst: opts.TCPClose == TCPCloseRST},
 		grpc:      newGRPCProber(ua, opts.HostGuard),
 		guard:     opts.HostGuard,
 	}
-	p.http.noFast = opts.DisableFastPaths
-	p.grpc.noFast = opts.DisableFastPaths
-	return p
 }
 
 // Probe runs spec once against target and maps the outcome the way the
@@ -75,7 +70,6 @@ func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe,
 	if spec == nil {
 		return results.Success, "", nil
 	}
-	ctx = withDialScope(ctx, p.guard, target)
 	result, output, err := p.runWithRetries(ctx, spec, target)
 	if ctx.Err() != nil {
 		return results.Failure, output, ctx.Err()
@@ -153,41 +147,11 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		return execProbe(ctx, p.runner, h.Exec, target, timeout)
 
 	case h.HTTPGet != nil:
-		return p.http.run(ctx, h.HTTPGet, target, p.userAgent, timeout)
-
+		return p.http.run(ctx, h.HTTPGet, target, timeout)
 	case h.TCPSocket != nil:
-		port, err := resolvePort(h.TCPSocket.Port, target.Ports)
-		if err != nil {
-			klog.V(4).InfoS("TCP probe port could not be resolved", "err", err)
-			return Unknown, "", err
-		}
-		host := h.TCPSocket.Host
-		if host == "" {
-			host = target.PodIP
-		}
-		if err := checkHost(ctx, host); err != nil {
-			return Unknown, "", err
-		}
-		addr := net.JoinHostPort(host, strconv.Itoa(port))
-		if v := klog.V(4); v.Enabled() {
-			v.InfoS("TCP probe", "addr", addr, "timeout", timeout)
-		}
-		return p.tcp.probe(ctx, addr, timeout)
-
+		return p.tcp.run(ctx, h.TCPSocket, target, timeout)
 	case h.GRPC != nil:
-		service := ""
-		if h.GRPC.Service != nil {
-			service = *h.GRPC.Service
-		}
-		// gRPC probes have no host field: always the pod IP, which the
-		// host policy still checks (an empty one would reach this node).
-		if err := checkHost(ctx, target.PodIP); err != nil {
-			return Unknown, "", err
-		}
-		if v := klog.V(4); v.Enabled() {
-			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout, "tls", target.GRPCTLS)
-		}
-		return p.grpc.probeTLS(ctx, target.Session, target.KeepAlive, target.GRPCTLS, target.PodIP, service, int(h.GRPC.Port), timeout)
+		return p.grpc.run(ctx, h.GRPC, target, timeout)
 	}
 	return Unknown, "", errNoHandler
 }

@@ -74,8 +74,6 @@ type Config struct {
 	KeepAlive bool
 	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
 	HTTPCheck *prober.HTTPCheck
-	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
-	GRPCTLS bool
 	// Period and Timeout replace the spec's periodSeconds and
 	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
 	// "probed.io/timeoutMilliseconds").

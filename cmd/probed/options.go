@@ -5,10 +5,24 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/status"
+)
+
+// runtimeType is --runtime-type: one of pkg/cri's types, or none.
+type runtimeType string
+
+// livenessAction is --liveness-action: what a liveness or startup failure does.
+type livenessAction string
+
+const (
+	livenessRestart   livenessAction = "restart"
+	livenessEventOnly livenessAction = "event-only"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -16,13 +30,13 @@ type options struct {
 	NodeName           string
 	Kubeconfig         string
 	RuntimeEndpoint    string
-	RuntimeType        string
+	RuntimeType        runtimeType
 	ContainerdNS       string
-	StatusMode         string
-	ProbeSource        string
+	StatusMode         status.Mode
+	ProbeSource        probespec.ProbeSource
 	DryRun             bool
 	MetricsAddr        string
-	LivenessAction     string
+	LivenessAction     livenessAction
 	MaxConcurrentExecs int
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
@@ -36,12 +50,9 @@ type options struct {
 	EventBurst     int
 	ProbeUserAgent string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
-	ProbeHostPolicy string
+	ProbeHostPolicy prober.HostPolicy
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
-	TCPProbeClose string
-	// ProbeFastPaths is --probe-fast-paths: false sends every HTTP and gRPC
-	// probe through net/http and grpc-go, as the kubelet does.
-	ProbeFastPaths bool
+	TCPProbeClose prober.TCPCloseMode
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -63,16 +74,20 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	fs.StringVar(&o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)")
+	enumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
+		cri.TypeAuto, cri.TypeContainerdCRI, cri.TypeNative, cri.TypeCRI, cri.TypeNone)
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
-	fs.StringVar(&o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)")
-	fs.StringVar(&o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both")
+	enumVar(fs, &o.StatusMode, "status-mode", status.ModeConditions, "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
+		status.ModeConditions, status.ModeContainerStatus)
+	enumVar(fs, &o.ProbeSource, "probe-source", probespec.ProbeSourceAnnotation, "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
+		probespec.ProbeSourceAnnotation, probespec.ProbeSourceSpec, probespec.ProbeSourceBoth)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
-	fs.StringVar(&o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only")
+	enumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
+		livenessRestart, livenessEventOnly)
 	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
@@ -82,9 +97,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
 	fs.IntVar(&o.EventBurst, "event-burst", 20, "event creation burst")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
-	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
-	fs.StringVar(&o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)")
-	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
+	o.ProbeHostPolicy = prober.HostPolicyDenyNodeLocal
+	fs.Var(&o.ProbeHostPolicy, "probe-host-policy", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
+	enumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)",
+		prober.TCPCloseFIN, prober.TCPCloseRST)
 	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	fs.DurationVar(&o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
@@ -93,20 +109,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
-	oneOf := func(flagName, v string, allowed ...string) {
-		if !slices.Contains(allowed, v) {
-			errs = append(errs, fmt.Errorf("--%s=%q: must be one of %v", flagName, v, allowed))
-		}
-	}
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name is required (or set NODE_NAME from the downward API)"))
 	}
-	oneOf("runtime-type", o.RuntimeType, "auto", "containerd-cri", "containerd", "cri", "none")
-	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
-	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
-	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
-	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
-	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}

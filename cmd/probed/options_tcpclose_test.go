@@ -13,8 +13,8 @@ func TestTCPProbeCloseOption(t *testing.T) {
 	if o := parse(t, "--tcp-probe-close=rst"); o.TCPProbeClose != "rst" || o.validate() != nil {
 		t.Errorf("--tcp-probe-close=rst: %q, %v", o.TCPProbeClose, o.validate())
 	}
-	err := parse(t, "--tcp-probe-close=RST").validate()
-	if err == nil || !strings.Contains(err.Error(), "--tcp-probe-close") {
+	err := parseError("--tcp-probe-close=RST")
+	if err == nil || !strings.Contains(err.Error(), "-tcp-probe-close") {
 		t.Errorf("--tcp-probe-close=RST: %v; want an error naming the flag", err)
 	}
 }

@@ -173,7 +173,10 @@ func TestChartCoversEveryFlag(t *testing.T) {
 
 	// A value of each flag's type; the special ones by name.
 	sample := map[string]string{"string": "x", "int": "7", "float": "2.5", "duration": "45s", "": "false",
-		"v": "4", "vmodule": "worker=5", "log-json-info-buffer-size": "0", "log-text-info-buffer-size": "0"}
+		"v": "4", "vmodule": "worker=5", "log-json-info-buffer-size": "0", "log-text-info-buffer-size": "0",
+		// Enums, parsed at once: one of their values each.
+		"runtime-type": "none", "status-mode": "container-status", "probe-source": "both", "liveness-action": "event-only",
+		"probe-host-policy": "pod-ips", "tcp-probe-close": "rst"}
 	var sets, want []string
 	for _, f := range sortedKeys(flags) {
 		v, ok := sample[f]
@@ -199,7 +202,7 @@ func TestChartCoversEveryFlag(t *testing.T) {
 		t.Errorf("rendered args %q: want the %d flags, then extraArgs", args, len(want))
 	}
 	// probed parses what the chart renders (the placeholders fail its
-	// validation, which -version skips).
+	// validation, which -version skips; enums are checked as they are parsed).
 	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
 	if err != nil {
 		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)

@@ -208,6 +208,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Started:       m.started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
+		Scheduler:     m.sched,
+		Watches:       m.watches,
 		DaemonStart:   m.opts.DaemonStart,
 		Metrics:       m.opts.WorkerMetrics,
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },

@@ -128,6 +128,7 @@ func (p *httpProber) transportFor(sc scope, h2c bool, target Target) *http.Trans
 // error; only a failure to read the body, and a connection or redirect the
 // host policy refuses, are errors.
 func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
+	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
 		if isRefused(err) {
@@ -136,6 +137,13 @@ func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (
 		return Failure, withholdResponseBytes(err), nil
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body of a 101 is the connection itself, which net/http leaves
+		// out of Client.Timeout and the request's context: the kubelet
+		// would read it for ever. It gets the timeout and a second.
+		cut := time.AfterFunc(time.Until(start.Add(c.Timeout+switchingGrace)), func() { _ = resp.Body.Close() })
+		defer cut.Stop()
+	}
 
 	body, truncated, err := readAtMost(resp.Body, MaxOutputBytes)
 	if err != nil {
@@ -194,6 +202,10 @@ func kubeletHTTPOutcome(code int, body []byte) (Result, string) {
 	// The body is deliberately left out of what users see (kubernetes issue 99425).
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
 }
+
+// switchingGrace is how long past its timeout a probe reads the body of a
+// 101 Switching Protocols answer.
+const switchingGrace = time.Second
 
 // withheld stands in for the response bytes a transport error quoted.
 const withheld = `"<withheld>"`

@@ -3,8 +3,10 @@ package prober
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHTTPErrorsWithholdResponseBytes: a transport error keeps the
@@ -62,5 +64,42 @@ func TestWithholdResponseBytes(t *testing.T) {
 		if got := withholdResponseBytes(fmt.Errorf("%s", in)); got != want {
 			t.Errorf("withholdResponseBytes(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// TestHTTPSwitchingProtocolsBodyBounded: the body of a 101 is the
+// connection, which net/http never times out; a server that goes silent
+// after it holds the probe for its timeout and a second, per try, not for
+// ever (the kubelet's would).
+func TestHTTPSwitchingProtocolsBodyBounded(t *testing.T) {
+	srv := newScriptServer(t, func(c net.Conn) {
+		_, _ = c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\npartial"))
+		_, _ = c.Read(make([]byte, 1)) // until the client closes
+	})
+	spec := httpSpec("/hz", srv.port(t))
+	start := time.Now()
+	type outcome struct {
+		res Result
+		out string
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, out, err := New(nil, Options{}).runOnce(context.Background(), spec, Target{PodIP: "127.0.0.1"})
+		done <- outcome{res, out, err}
+	}()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe is still reading the 101's body after 10s")
+	}
+	res, out, err := o.res, o.out, o.err
+	took := time.Since(start)
+	if res != Failure || err == nil || out != "" {
+		t.Errorf("probe = %v %q %v; want a body read error", res, out, err)
+	}
+	if took < time.Second || took > 2*time.Second+time.Second/2 {
+		t.Errorf("the probe took %v; want its 1s timeout and the 1s grace", took)
 	}
 }

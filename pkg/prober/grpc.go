@@ -173,3 +173,60 @@ func rpcOutcome(addr, service string, timeout time.Duration, serving healthpb.He
 	}
 	return Success, "service healthy", nil
 }
+
+// grpcState returns the session's gRPC state, or nil for a nil or closed
+// Session.
+func (s *Session) grpcState() *grpcSession {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if s.grpc == nil {
+		s.grpc = &grpcSession{}
+	}
+	return s.grpc
+}
+
+// takeGRPC hands over the kept ClientConn to addr, if there is one that
+// has not failed; a probe that takes it gives it back with keepGRPC. A
+// ClientConn to another address, or in TRANSIENT_FAILURE, is closed: the
+// probe dials anew, as the kubelet does for every probe.
+func (s *Session) takeGRPC(addr string, useTLS bool) *grpc.ClientConn {
+	g := s.grpcState()
+	if g == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := g.conn
+	g.conn = nil
+	if c == nil {
+		return nil
+	}
+	if g.addr != addr || g.useTLS != useTLS || c.GetState() == connectivity.TransientFailure {
+		_ = c.Close()
+		return nil
+	}
+	return c
+}
+
+// keepGRPC keeps c for the worker's next probe, or closes it when the
+// session is closed or nil.
+func (s *Session) keepGRPC(addr string, useTLS bool, c *grpc.ClientConn) {
+	g := s.grpcState()
+	if g == nil {
+		_ = c.Close()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || g.conn != nil {
+		_ = c.Close()
+		return
+	}
+	g.conn, g.addr, g.useTLS = c, addr, useTLS
+}

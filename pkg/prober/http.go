@@ -312,3 +312,42 @@ func probeHeaders(list []v1.HTTPHeader, userAgent string) http.Header {
 	}
 	return h
 }
+
+// httpTransport returns the session's Transport for these inputs, made
+// when it has none or one for others (the old one's connections are
+// closed); a nil Session makes one for the probe alone. Pass it to
+// releaseHTTP after the probe.
+func (s *Session) httpTransport(sc scope, h2c, keepAlive bool) *http.Transport {
+	if s == nil {
+		return newTransport(sc, h2c, keepAlive)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.http; st != nil && st.h2c == h2c && st.keepAlive == keepAlive &&
+		st.sc.guard == sc.guard && slices.Equal(st.sc.podIPs, sc.podIPs) {
+		return st.t
+	}
+	if s.http != nil {
+		s.http.t.CloseIdleConnections()
+	}
+	s.http = &sessionTransport{t: newTransport(sc, h2c, keepAlive), sc: sc, h2c: h2c, keepAlive: keepAlive}
+	return s.http.t
+}
+
+// releaseHTTP closes t's idle connections unless the session keeps t:
+// a probe that ran without a Session, raced Close, or outlived its
+// Transport leaves no connection behind.
+func (s *Session) releaseHTTP(t *http.Transport) {
+	if s != nil {
+		s.mu.Lock()
+		kept := !s.closed && s.http != nil && s.http.t == t
+		s.mu.Unlock()
+		if kept {
+			return
+		}
+	}
+	if t.DisableKeepAlives {
+		return // it never keeps one (the shared Transports among them)
+	}
+	t.CloseIdleConnections()
+}

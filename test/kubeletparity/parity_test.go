@@ -3,9 +3,6 @@ package kubeletparity
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	grpcprobe "k8s.io/kubernetes/pkg/probe/grpc"
 	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 
+	"github.com/probed-dev/probed/internal/probetext"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 )
@@ -127,55 +125,19 @@ func probedProbe(spec *v1.Probe, container *v1.Container, podIP string, opts pro
 	return o
 }
 
-// ephemeral matches a client's own address in socket error texts.
-var ephemeral = regexp.MustCompile(`127\.0\.0\.1:\d+->`)
-
-// clientTimeout matches the texts net/http gives a Client.Timeout; which of
-// them a given timeout gets depends on where the race with the timer lands.
-var clientTimeout = regexp.MustCompile(`(context deadline exceeded|net/http: request canceled( [a-z]+)*|i/o timeout)( \(Client\.Timeout[^)]*\))?`)
-
-// goQuoted matches a string as %q prints it.
-var goQuoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-
-// withheld is the kubelet's text as probed publishes it (issue 20): after
-// an HTTP transport error's `Get "URL": `, every quoted string (what
-// net/http quoted of the response) becomes "<withheld>".
-func withheld(s string) string {
-	i := strings.Index(s, "Get ")
-	if i < 0 {
-		return s
-	}
-	q, err := strconv.QuotedPrefix(s[i+len("Get "):])
-	if err != nil {
-		return s
-	}
-	start := i + len("Get ") + len(q)
-	return s[:start] + goQuoted.ReplaceAllString(s[start:], `"<withheld>"`)
-}
-
-// h2cNotH2 matches the texts net/http's HTTP/2 client gives a server that
-// does not speak HTTP/2: which one depends on where its read lands, in the
-// kubelet as anywhere.
-var h2cNotH2 = regexp.MustCompile(`http2: (client conn could not be established|frame too large|failed reading the frame payload: [^"]*)`)
-
-func normalise(s string) string {
-	s = h2cNotH2.ReplaceAllString(s, "<not HTTP/2>")
-	return clientTimeout.ReplaceAllString(ephemeral.ReplaceAllString(s, "127.0.0.1:X->"), "<timeout>")
-}
-
 // same compares probed's outcome with the kubelet's, the latter with the
 // response bytes probed withholds from HTTP transport errors.
 func same(probed, kubelet outcome, http bool) bool {
 	w := func(s string) string { return s }
 	if http {
-		w = withheld
+		w = probetext.Withheld
 	}
-	if probed.result != kubelet.result || normalise(probed.output) != normalise(w(kubelet.output)) ||
-		normalise(probed.err) != normalise(w(kubelet.err)) || len(probed.events) != len(kubelet.events) {
+	if probed.result != kubelet.result || probetext.Normalise(probed.output) != probetext.Normalise(w(kubelet.output)) ||
+		probetext.Normalise(probed.err) != probetext.Normalise(w(kubelet.err)) || len(probed.events) != len(kubelet.events) {
 		return false
 	}
 	for i := range probed.events {
-		if normalise(probed.events[i]) != normalise(w(kubelet.events[i])) {
+		if probetext.Normalise(probed.events[i]) != probetext.Normalise(w(kubelet.events[i])) {
 			return false
 		}
 	}

@@ -28,6 +28,7 @@ if [[ ${BENCH_SKIP_DEPS:-0} != 1 ]]; then
   # containerd, runc, busybox images for figure 6; a failure only skips that figure.
   bash hack/install-deps.sh || echo "bench: hack/install-deps.sh failed; figure 6 may be skipped" >&2
   bash hack/build-images.sh || echo "bench: hack/build-images.sh failed; figure 6 may be skipped" >&2
+  bash hack/build-containerd.sh || echo "bench: hack/build-containerd.sh failed; figure 6 may be skipped" >&2
   # etcd (install-deps) and kube-apiserver for figure 8, on the integration tier's control plane.
   bash hack/build-k8s.sh kube-apiserver || echo "bench: hack/build-k8s.sh failed; figure 8 may be skipped" >&2
 fi

@@ -38,8 +38,10 @@ trap 'rc=$?; ((rc == 0)) || echo "demo: failed (exit $rc); logs are in $run_dir 
 
 step "Debian packages (hack/install-deps.sh)"
 bash hack/install-deps.sh
-step "Kubernetes v1.33 binaries (hack/build-k8s.sh; from an empty Go cache about 5 min on 2 cores)"
+step "Kubernetes v1.37 binaries (hack/build-k8s.sh; from an empty Go cache about 5-10 min on 2 cores)"
 bash hack/build-k8s.sh
+step "containerd 2 (hack/build-containerd.sh; from an empty Go cache about 1-3 min)"
+bash hack/build-containerd.sh
 step "kubectl (hack/build-kubectl.sh; built from k8s.io/kubectl when not installed, about 2 min)"
 kubectl_dir=$(bash hack/build-kubectl.sh)
 export PATH="$kubectl_dir:$PATH"

@@ -45,37 +45,52 @@ for t in "${tiers[@]}"; do
       step "cluster scale, short (10 nodes × 20 pods; fails on steady-state writes or restart flips)"
       SCALE_OUT="$PWD/.cache/scale/short.json" go test -v -count=1 -tags scale -timeout 10m ./test/scale/ ;;
     compat)
-      # The integration tests that exercise the API surface probed relies on
-      # (readiness-gate conditions and container status through SSA, the
-      # confinement ValidatingAdmissionPolicies, the adoption webhook,
-      # delegated authn/authz, the manifests' server-side dry run), against
-      # other kube-apiserver minors. Each is pinned in test/tools/k8s-<minor>/go.mod.
+      # The oldest supported Kubernetes minor (CI: 1.35; COMPAT_K8S="1.35 1.34 1.33"
+      # for the minors past their end of life, pinned in test/tools/k8s-<minor>/go.mod):
+      # the integration tests of the API surface probed relies on (readiness-gate
+      # conditions and container status through SSA, the confinement
+      # ValidatingAdmissionPolicies, the adoption webhook, delegated authn/authz,
+      # the manifests' server-side dry run) against that minor's kube-apiserver,
+      # then the node tier's core scenarios on a node of that minor (apiserver,
+      # controller-manager, scheduler and kubelet) with containerd 2.
       compat_tests='^(TestReadinessFollowsTarget|TestOthersConditionsUntouchedAndNoIdleWrites|TestContainerStatusMode'
       compat_tests+='|TestRBACAndNodeConfinement|TestConfinementSurvivesNamespaceAndPrefix'
       compat_tests+='|TestWebhookAdoptsPodsInScope|TestWebhookRefusesInvalidAnnotations'
       compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun)$'
       bash hack/install-deps.sh
       bash hack/helm.sh >/dev/null
+      bash hack/build-containerd.sh
+      bash hack/build-images.sh
+      bash hack/build-workload-images.sh
+      bash hack/build-probed-image.sh
       PATH="$(bash hack/build-kubectl.sh):$PATH"
-      # CI runs 1.34; 1.35 too with COMPAT_K8S="1.34 1.35" (its first
-      # kube-apiserver build costs 10+ minutes on 2 cores, which CI's budget
-      # cannot take on a cold Go cache).
-      for minor in ${COMPAT_K8S:-1.34}; do
+      for minor in ${COMPAT_K8S:-1.35}; do
         v="$(K8S_VERSION=$minor bash hack/build-k8s.sh --version)"
+        bindir="$(K8S_VERSION=$minor bash hack/build-k8s.sh --bindir)"
         step "compat tier: integration subset against kube-apiserver $v"
-        K8S_VERSION=$minor bash hack/build-k8s.sh kube-apiserver
-        PROBED_K8S_BIN_DIR="$(K8S_VERSION=$minor bash hack/build-k8s.sh --bindir)" PROBED_K8S_VERSION="$v" \
+        K8S_VERSION=$minor bash hack/build-k8s.sh
+        PROBED_K8S_BIN_DIR="$bindir" PROBED_K8S_VERSION="$v" \
           go test -race -count=1 -tags integration -timeout 15m -run "$compat_tests" ./test/integration/
-      done ;;
+        step "compat tier: the node tier's core scenarios on a $v node (kubelet $v, containerd $(bash hack/build-containerd.sh --version))"
+        PROBED_K8S_BIN_DIR="$bindir" PROBED_K8S_VERSION="$v" E2E_SKIP_IMAGE_BUILD=1 \
+          go test -count=1 -tags e2e -timeout 30m -run '^TestProbing$/^scenarios$/^container$' ./test/e2e/
+      done
+      # An older runtime API: containerd 1.6 (Debian's), the runtime tier's
+      # conformance core on every runtime client probed has.
+      step "compat tier: runtime core against containerd $(/usr/bin/containerd --version | awk '{print $3}') (Debian)"
+      PROBED_CONTAINERD_SYSTEM=1 go test -count=1 -tags runtime -timeout 15m \
+        -run '^(TestAutoPicksContainerdCRIOnContainerd|TestExecTable|TestExecErrors|TestExecTimeout|TestStopHonoursGrace|TestLivenessKillOnHoldAndResume)$' ./test/runtime/ ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh
+      bash hack/build-containerd.sh
       bash hack/build-images.sh
       go test -race -count=1 -tags runtime -timeout 20m ./test/runtime/... ;;
     e2e)
       step "end-to-end tier: a real node (control plane, containerd, kubelet) with probed as the DaemonSet"
       bash hack/install-deps.sh
       bash hack/build-k8s.sh
+      bash hack/build-containerd.sh
       PATH="$(bash hack/build-kubectl.sh):$PATH"
       # TestChartInstall installs charts/probed with helm.
       bash hack/helm.sh >/dev/null

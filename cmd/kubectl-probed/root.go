@@ -59,7 +59,7 @@ func newRoot(s streams, clk clock.PassiveClock, convert convertFunc) *cobra.Comm
 
 status and top read probed's /debug/probes and /metrics on the node, through
 the API server (a port-forward to the probed pod) and with your own token:
-you need create on pods/portforward in probed's namespace and the ClusterRole
+you need get and create on pods/portforward in probed's namespace and the ClusterRole
 probed-debug-reader (status) or probed-metrics-reader (top).`,
 		Version:       version.String("kubectl-probed"),
 		SilenceUsage:  true,

@@ -64,7 +64,7 @@ func Open(ctx context.Context, client kubernetes.Interface, cfg *rest.Config, po
 	select {
 	case <-ready:
 	case err := <-s.done:
-		return nil, fmt.Errorf("port-forward to probed pod %s/%s port %d through the API server (needs create on pods/portforward in namespace %s): %w",
+		return nil, fmt.Errorf("port-forward to probed pod %s/%s port %d through the API server (needs get and create on pods/portforward in namespace %s): %w",
 			pod.Namespace, pod.Name, port, pod.Namespace, err)
 	case <-ctx.Done():
 		s.Close()

@@ -149,7 +149,7 @@ func pluginUser(ctx context.Context, t *testing.T, name string) string {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: testNS, Name: name}}
 	for ns, rules := range map[string][]rbacv1.PolicyRule{
 		testNS:          {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
-		"probed-system": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}, {APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"create"}}},
+		"probed-system": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}, {APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}}},
 	} {
 		if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

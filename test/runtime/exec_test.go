@@ -195,7 +195,12 @@ func TestExecErrors(t *testing.T) {
 			}
 		})
 		t.Run("stop non-existent", func(t *testing.T) {
-			if err := rt.StopContainer(ctx, missing, time.Second); !errors.Is(err, cri.ErrContainerNotFound) {
+			// CRI's StopContainer is idempotent: containerd 2's CRI plugin
+			// answers success for a container it does not know, as the CRI
+			// contract says, where 1.6 answered NotFound. Either is fine for
+			// a kill; any other error is not.
+			err := rt.StopContainer(ctx, missing, time.Second)
+			if err != nil && !errors.Is(err, cri.ErrContainerNotFound) {
 				t.Fatalf("got %v", err)
 			}
 		})

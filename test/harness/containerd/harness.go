@@ -1,5 +1,6 @@
-// Package containerd starts a private containerd (Debian's /usr/bin/containerd,
-// with runc) for the runtime test tier. Everything it creates lives under one
+// Package containerd starts a private containerd (2.x, built from its Go
+// module by hack/build-containerd.sh, with Debian's runc) for the runtime
+// test tier and the node harness. Everything it creates lives under one
 // temporary run dir and one cgroup parent, so Stop can find and remove all of it
 // without touching anything else on the machine: processes are stopped by PID,
 // never by name.
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +44,8 @@ const Namespace = "k8s.io"
 // Options configure Start. The zero value works from the repository root's
 // point of view once hack/build-images.sh has run.
 type Options struct {
-	// Binary is containerd's path; default /usr/bin/containerd.
+	// Binary is containerd's path; default the containerd 2.x that
+	// hack/build-containerd.sh builds (see defaultBinary).
 	Binary string
 	// ImageDir holds the image archives; default <repo>/.cache/images.
 	ImageDir string
@@ -131,8 +134,11 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 			return nil, err
 		}
 	}
-	cfg := h.path("config.toml")
-	if err := os.WriteFile(cfg, []byte(h.configTOML()), 0o600); err != nil {
+	major, err := majorVersion(opts.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(h.path("config.toml"), []byte(h.configTOML(major)), 0o600); err != nil {
 		return nil, err
 	}
 	h.binary = opts.Binary
@@ -140,7 +146,6 @@ func Start(ctx context.Context, opts Options) (_ *Containerd, retErr error) {
 		return nil, err
 	}
 
-	var err error
 	h.conn, err = grpc.NewClient("unix://"+h.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, err
@@ -167,7 +172,7 @@ func (h *Containerd) startDaemon() error {
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Its own process group: a Ctrl-C meant for `go test` reaches us, and we stop it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	cmd.Env = append(os.Environ(), shimPath(h.binary))
 	exited := make(chan struct{})
 	h.exited = exited
 	if err := cmd.Start(); err != nil {
@@ -202,9 +207,14 @@ func (h *Containerd) Restart(ctx context.Context) error {
 
 func (o *Options) complete() error {
 	if o.Binary == "" {
-		o.Binary = "/usr/bin/containerd"
+		b, err := defaultBinary()
+		if err != nil {
+			return err
+		}
+		o.Binary = b
 	}
-	for _, bin := range []string{o.Binary, "containerd-shim-runc-v2", "runc"} {
+	shim := filepath.Join(filepath.Dir(o.Binary), "containerd-shim-runc-v2")
+	for _, bin := range []string{o.Binary, shim, "runc"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			if _, err := exec.LookPath(filepath.Join("/usr/sbin", bin)); err != nil {
 				return fmt.Errorf("%w: %s", ErrMissingBinaries, bin)
@@ -315,8 +325,10 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	for {
+		// The root module exactly: test/bench and test/tools hold modules of
+		// their own whose paths extend it.
 		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(b), "module github.com/probed-dev/probed") {
+			slices.Contains(strings.Split(string(b), "\n"), "module github.com/probed-dev/probed") {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)

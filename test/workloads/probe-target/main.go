@@ -12,9 +12,13 @@
 //	                      while --unready-file exists, and once SIGTERM arrived
 //	  /redirect?loc=URL   302 Found to URL (local: "/healthz"; non-local: "http://0.0.0.0/")
 //	  /fail, /recover     POST: make /healthz fail, or healthy again
+//	  --h2c               also HTTP/2 cleartext with prior knowledge on the same
+//	                      listener (as upstream's h2c test server)
 //	TCP (--tcp):          accepts connections and closes them
 //	gRPC (--grpc):        grpc.health.v1.Health; service "" follows /healthz,
 //	                      service "ready" follows /readyz
+//	  --grpc-tls          over TLS, with a self-signed certificate made at start
+//	                      (as agnhost's --tls-cert-file for the gRPC TLS tests)
 //
 // --start-delay postpones every listener, for slow starters behind a startup
 // probe. On SIGTERM it turns unready, waits --term-delay, and exits 0.
@@ -22,10 +26,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"flag"
 	"fmt"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
@@ -36,6 +47,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -51,6 +63,8 @@ type config struct {
 	readyFlip        time.Duration
 	unreadyFile      string
 	termDelay        time.Duration
+	h2c              bool
+	grpcTLS          bool
 }
 
 func main() {
@@ -65,6 +79,8 @@ func main() {
 	flag.DurationVar(&c.readyFlip, "ready-flip", 0, "/readyz alternates ready and not ready every this long; 0 always ready")
 	flag.StringVar(&c.unreadyFile, "unready-file", "", "/readyz is not ready while this file exists")
 	flag.DurationVar(&c.termDelay, "term-delay", 0, "on SIGTERM, stay up (unready) this long before exiting")
+	flag.BoolVar(&c.h2c, "h2c", false, "serve HTTP/2 cleartext (prior knowledge) besides HTTP/1.1 on --http")
+	flag.BoolVar(&c.grpcTLS, "grpc-tls", false, "serve --grpc over TLS with a self-signed certificate")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("probe-target: ")
@@ -182,7 +198,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		httpSrv = &http.Server{Handler: t.mux(), ReadHeaderTimeout: 10 * time.Second}
+		httpSrv = t.httpServer()
 		go func() { errs <- httpSrv.Serve(ln) }()
 		log.Printf("HTTP on %s", ln.Addr())
 	}
@@ -209,12 +225,11 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		grpcSrv = grpc.NewServer()
-		hs := health.NewServer()
-		healthpb.RegisterHealthServer(grpcSrv, hs)
-		go t.syncGRPCHealth(hs)
+		if grpcSrv, err = t.grpcServer(); err != nil {
+			return err
+		}
 		go func() { errs <- grpcSrv.Serve(ln) }()
-		log.Printf("gRPC health on %s", ln.Addr())
+		log.Printf("gRPC health on %s (TLS: %v)", ln.Addr(), c.grpcTLS)
 	}
 
 	select {
@@ -239,6 +254,34 @@ func run(c config) error {
 	return nil
 }
 
+// httpServer serves mux over HTTP/1.1, and h2c too with --h2c.
+func (t *target) httpServer() *http.Server {
+	srv := &http.Server{Handler: t.mux(), ReadHeaderTimeout: 10 * time.Second}
+	if t.cfg.h2c {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	return srv
+}
+
+// grpcServer is the health server, over TLS with --grpc-tls.
+func (t *target) grpcServer() (*grpc.Server, error) {
+	var opts []grpc.ServerOption
+	if t.cfg.grpcTLS {
+		cert, err := selfSigned()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+	}
+	srv := grpc.NewServer(opts...)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(srv, hs)
+	go t.syncGRPCHealth(hs)
+	return srv, nil
+}
+
 // syncGRPCHealth mirrors /healthz into service "" and /readyz into service "ready".
 func (t *target) syncGRPCHealth(hs *health.Server) {
 	status := func(ok bool) healthpb.HealthCheckResponse_ServingStatus {
@@ -254,4 +297,27 @@ func (t *target) syncGRPCHealth(hs *health.Server) {
 		hs.SetServingStatus("ready", status(ready))
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// selfSigned makes a throwaway ECDSA certificate for localhost: the probes
+// that use it (gRPC mode TLS) do not verify the server, as upstream's.
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -134,5 +136,89 @@ func TestGRPCHealthMirrorsHTTP(t *testing.T) {
 			t.Fatalf("service \"\" %v, \"ready\" %v", check(""), check("ready"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestH2CAndHTTP1OnOneListener: with --h2c a prior-knowledge HTTP/2 client
+// and an HTTP/1.1 client both get /healthz; without it the h2c client fails,
+// as an HTTP/1.1-only server must for upstream's "HTTP2 against HTTP/1.1
+// server" scenario.
+func TestH2CAndHTTP1OnOneListener(t *testing.T) {
+	for _, h2c := range []bool{true, false} {
+		tg := &target{cfg: config{h2c: h2c}, started: time.Now()}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := tg.httpServer()
+		go srv.Serve(ln)
+		url := "http://" + ln.Addr().String() + "/healthz"
+
+		h1, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+		if err != nil || h1.StatusCode != 200 || h1.ProtoMajor != 1 {
+			t.Errorf("h2c=%v: HTTP/1.1 GET: %v %v", h2c, h1, err)
+		}
+		if h1 != nil {
+			h1.Body.Close()
+		}
+		tr := &http.Transport{Protocols: new(http.Protocols)}
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		h2, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Get(url)
+		if h2c && (err != nil || h2.StatusCode != 200 || h2.ProtoMajor != 2) {
+			t.Errorf("h2c server: prior-knowledge HTTP/2 GET: %v %v", h2, err)
+		}
+		if !h2c && err == nil {
+			t.Errorf("HTTP/1.1-only server answered a prior-knowledge HTTP/2 GET: %v %s", h2.Status, h2.Proto)
+		}
+		if h2 != nil {
+			h2.Body.Close()
+		}
+		tr.CloseIdleConnections()
+		srv.Close()
+	}
+}
+
+// TestGRPCOverTLS: with --grpc-tls the health server answers over TLS and
+// refuses a plaintext client.
+func TestGRPCOverTLS(t *testing.T) {
+	tg := &target{cfg: config{grpcTLS: true}, started: time.Now()}
+	srv, err := tg.grpcServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	check := func(creds grpc.DialOption) (healthpb.HealthCheckResponse_ServingStatus, error) {
+		conn, err := grpc.NewClient(ln.Addr().String(), creds)
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return 0, err
+		}
+		return resp.Status, nil
+	}
+	// The first sync may not have run yet: poll for SERVING.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := check(grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true})))
+		if err == nil && st == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("TLS health check: %v %v", st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st, err := check(grpc.WithTransportCredentials(insecure.NewCredentials())); err == nil {
+		t.Fatalf("plaintext client got %v from a TLS server", st)
 	}
 }

@@ -29,7 +29,10 @@ import (
 //	flock /work/cluster.lock go test -tags integration,footprint -run TestFootprint110Pods -v ./test/integration/
 //
 // FOOTPRINT_BIN measures another build (for example main's); FOOTPRINT_OUT
-// names the directory for the JSON and the heap profile.
+// names the directory for the JSON and the heap profile;
+// FOOTPRINT_MEMPROFILERATE=N samples every N bytes allocated, from the first
+// package initialiser on (GODEBUG=memprofilerate), for a heap profile fine
+// enough to read by package (it costs CPU: measure CPU without it).
 func TestFootprint110Pods(t *testing.T) {
 	const pods, window = 110, time.Minute
 	out := os.Getenv("FOOTPRINT_OUT")
@@ -61,6 +64,9 @@ func TestFootprint110Pods(t *testing.T) {
 	}
 	pprofAddr := freeAddr(t)
 	t.Setenv("PROBED_PPROF_ADDR", pprofAddr)
+	if rate := os.Getenv("FOOTPRINT_MEMPROFILERATE"); rate != "" {
+		t.Setenv("GODEBUG", "memprofilerate="+rate)
+	}
 	p := e.startProbed("-v=0")
 	for i := range pods {
 		e.waitCond(fmt.Sprintf("fp-%d", i), "probed.io/ready", v1.ConditionTrue, 2*time.Minute)

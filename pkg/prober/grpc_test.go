@@ -213,9 +213,7 @@ func (h *expiredHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*h
 }
 
 // TestGRPCServerDeadlineAnswer: a DEADLINE_EXCEEDED answer is the
-// kubelet's RPC timeout, read off the fast path without asking grpc-go: the
-// answer can come a moment before our own deadline, with no time left for a
-// second connection (a fallback then read as a connect timeout).
+// kubelet's RPC timeout, and the check is sent once.
 func TestGRPCServerDeadlineAnswer(t *testing.T) {
 	t.Parallel()
 	h := &expiredHealth{}

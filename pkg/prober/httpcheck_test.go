@@ -13,8 +13,7 @@ import (
 )
 
 // TestHTTPCheck runs httpGet probes with response checks against a real
-// loopback server, on the fast path and through net/http, and wants the
-// same result, message and events from both.
+// loopback server, and wants the result, message and event of each.
 func TestHTTPCheck(t *testing.T) {
 	big := strings.Repeat("a", MaxOutputBytes)
 	mux := http.NewServeMux()
@@ -26,7 +25,7 @@ func TestHTTPCheck(t *testing.T) {
 	mux.HandleFunc("/body/{text}", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(r.PathValue("text")))
 	})
-	// Chunked: the fast path hands it to net/http.
+	// Chunked, as well as delimited.
 	mux.HandleFunc("/chunked/{text}", func(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		_, _ = w.Write([]byte(r.PathValue("text")))

@@ -15,7 +15,11 @@ for t in "${tiers[@]}"; do
       make -s lint ;;
     unit)
       step "unit tests (race)"
-      go test -race -count=1 -cover ./... ;;
+      go test -race -count=1 -cover ./...
+      # The kubelet's own pkg/probe (k8s.io/kubernetes v1.37.2, a module of
+      # its own) and probed's prober against the same hostile servers.
+      step "kubelet parity: pkg/probe/http and pkg/probe/grpc v1.37.2 vs pkg/prober"
+      (cd test/kubeletparity && go test -count=1 ./...) ;;
     fuzz)
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/

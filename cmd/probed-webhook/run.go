@@ -103,19 +103,20 @@ func run(ctx context.Context, o *options) error {
 		defer factory.Shutdown()
 	}
 
-	if o.MetricsAddr != "0" {
-		mo := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure, TLSOpts: []func(*tls.Config){serveTLS}}
-		if o.MetricsSecure {
-			mo.FilterProvider = filters.WithAuthenticationAndAuthorization
-		}
-		httpClient, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return err
-		}
-		ms, err := metricsserver.NewServer(mo, cfg, httpClient)
-		if err != nil {
-			return err
-		}
+	// "0" turns the metrics server off: NewServer then returns none.
+	mo := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure, TLSOpts: []func(*tls.Config){serveTLS}}
+	if o.MetricsSecure {
+		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	ms, err := metricsserver.NewServer(mo, cfg, httpClient)
+	if err != nil {
+		return err
+	}
+	if ms != nil {
 		g.Go(func() error { return ms.Start(ctx) })
 	}
 	g.Go(func() error { return serveHealth(ctx, o.HealthAddr, ready) })

@@ -5,12 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/probed-dev/probed/internal/flagschema"
+	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/status"
+)
+
+// runtimeType is --runtime-type: one of pkg/cri's types, or none.
+type runtimeType string
+
+// livenessAction is --liveness-action: what a liveness or startup failure does.
+type livenessAction string
+
+const (
+	livenessRestart   livenessAction = "restart"
+	livenessEventOnly livenessAction = "event-only"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -18,13 +31,13 @@ type options struct {
 	NodeName           string
 	Kubeconfig         string
 	RuntimeEndpoint    string
-	RuntimeType        string
+	RuntimeType        runtimeType
 	ContainerdNS       string
-	StatusMode         string
-	ProbeSource        string
+	StatusMode         status.Mode
+	ProbeSource        probespec.ProbeSource
 	DryRun             bool
 	MetricsAddr        string
-	LivenessAction     string
+	LivenessAction     livenessAction
 	MaxConcurrentExecs int
 	// MaxConcurrentExecsPerPod is one pod's share of those slots.
 	MaxConcurrentExecsPerPod int
@@ -47,12 +60,9 @@ type options struct {
 	AuthReviewBurst int
 	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
-	ProbeHostPolicy string
+	ProbeHostPolicy prober.HostPolicy
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
-	TCPProbeClose string
-	// ProbeFastPaths is --probe-fast-paths: false sends every HTTP and gRPC
-	// probe through net/http and grpc-go, as the kubelet does.
-	ProbeFastPaths bool
+	TCPProbeClose prober.TCPCloseMode
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -76,20 +86,20 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
-		"auto", "containerd-cri", "containerd", "cri", "none")
+	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
+		cri.TypeAuto, cri.TypeContainerdCRI, cri.TypeNative, cri.TypeCRI, cri.TypeNone)
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
-	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
-		"conditions", "container-status")
-	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
-		"annotation", "spec", "both")
+	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", status.ModeConditions, "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
+		status.ModeConditions, status.ModeContainerStatus)
+	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", probespec.ProbeSourceAnnotation, "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
+		probespec.ProbeSourceAnnotation, probespec.ProbeSourceSpec, probespec.ProbeSourceBoth)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
-	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only",
-		"restart", "event-only")
+	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
+		livenessRestart, livenessEventOnly)
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
 	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
 	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
@@ -103,11 +113,10 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
 	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
-	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
-		"deny-node-local", "pod-ips", "kubelet")
-	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
-		"fin", "rst")
-	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
+	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", prober.HostPolicyDenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
+		prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs, prober.HostPolicyKubelet)
+	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
+		prober.TCPCloseFIN, prober.TCPCloseRST)
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
@@ -117,20 +126,9 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 
 func (o *options) validate() error {
 	var errs []error
-	oneOf := func(flagName, v string, allowed ...string) {
-		if !slices.Contains(allowed, v) {
-			errs = append(errs, fmt.Errorf("--%s=%q: must be one of %v", flagName, v, allowed))
-		}
-	}
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name is required (or set NODE_NAME from the downward API)"))
 	}
-	oneOf("runtime-type", o.RuntimeType, "auto", "containerd-cri", "containerd", "cri", "none")
-	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
-	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
-	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
-	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
-	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}

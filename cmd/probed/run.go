@@ -27,7 +27,6 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -76,15 +75,7 @@ func run(ctx context.Context, o *options) error {
 		informers.WithTransform(manager.StripManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 
-	hostPolicy, err := prober.ParseHostPolicy(o.ProbeHostPolicy)
-	if err != nil {
-		return err
-	}
-	tcpClose, err := prober.ParseTCPCloseMode(o.TCPProbeClose)
-	if err != nil {
-		return err
-	}
-	hostGuard := prober.NewHostGuard(hostPolicy, prober.HostGuardOptions{
+	hostGuard := prober.NewHostGuard(o.ProbeHostPolicy, prober.HostGuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
 	// The kubelet's User-Agent carries its own version: follow the node's.
@@ -97,7 +88,7 @@ func run(ctx context.Context, o *options) error {
 	// front of the runtime killer, when probed restarts containers at all.
 	restartMetrics := restartguard.NewMetrics(reg)
 	var workloads *restartguard.Workloads
-	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == "restart" {
+	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == livenessRestart {
 		owned, err := restartguard.IndexByController(podInformer)
 		if err != nil {
 			return err
@@ -115,8 +106,8 @@ func run(ctx context.Context, o *options) error {
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, Recorder: recorder})
-		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
-		if o.LivenessAction == "restart" {
+		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
+		if o.LivenessAction == livenessRestart {
 			killer = &restartguard.Killer{
 				Inner:     killer,
 				Budget:    restartguard.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
@@ -135,16 +126,12 @@ func run(ctx context.Context, o *options) error {
 	if !o.MetricsPodUIDLabel {
 		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
 	}
-	source, err := probespec.ParseProbeSource(o.ProbeSource)
-	if err != nil {
-		return err
-	}
 	// The status writer and the manager read pods from the same cache.
 	var mgr *manager.Manager
 	writer, err := status.NewWriter(status.Options{
 		Client:  client,
 		Pods:    podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
-		Mode:    status.Mode(o.StatusMode),
+		Mode:    o.StatusMode,
 		DryRun:  o.DryRun,
 		Resync:  o.StatusResync,
 		Metrics: status.NewMetrics(reg),
@@ -154,16 +141,16 @@ func run(ctx context.Context, o *options) error {
 	}
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
-		Source:    source,
-		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
+		Source:    o.ProbeSource,
+		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
 		Killer:    killer,
 		HostGuard: hostGuard,
 		Liveness:  liveness,
 		Recorder:  recorder,
 		Status:    writer,
-		Seeds:     status.SeedsFor(status.Mode(o.StatusMode)),
+		Seeds:     status.SeedsFor(o.StatusMode),
 		// In container-status mode probed writes ready itself; no gate.
-		RequireReadinessGate: o.StatusMode == string(status.ModeConditions),
+		RequireReadinessGate: o.StatusMode == status.ModeConditions,
 		WorkerMetrics:        worker.NewMetrics(reg, metricOpts...),
 		Metrics:              manager.NewMetrics(reg),
 		Clock:                clock.RealClock{},
@@ -269,7 +256,7 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
 		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
 	}
-	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: o.RuntimeType}
+	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: string(o.RuntimeType)}
 	rt, err := cri.New(ctx, opts)
 	if err != nil && o.RuntimeType == cri.TypeAuto {
 		klog.ErrorS(err, "Could not detect the runtime; using the containerd client until it answers", "endpoint", o.RuntimeEndpoint)

@@ -36,7 +36,7 @@ func execProbe(ctx context.Context, runner CommandRunner, action *v1.ExecAction,
 			return Unknown, "", err
 		}
 		if isTimeout(err) {
-			// Kubelet 1.33 text, from the CRI client's ErrCommandTimedOut.
+			// The kubelet's text (1.33 to 1.37), from the CRI client's ErrCommandTimedOut.
 			return Failure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout), nil
 		}
 		klog.V(4).InfoS("Exec probe could not run", "containerID", target.ContainerID, "err", err)

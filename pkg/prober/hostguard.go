@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -155,7 +156,7 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 	ifAddrs, err := g.opts.InterfaceAddrs()
 	if err != nil {
 		klog.ErrorS(err, "Reading the node's interface addresses; keeping the previous ones")
-		maps(next, prev)
+		maps.Copy(next, prev)
 	}
 	for _, a := range ifAddrs {
 		next[canonical(a)] = true
@@ -164,31 +165,16 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 		nodeAddrs, err := g.opts.NodeAddrs(ctx)
 		if err != nil {
 			klog.V(2).InfoS("Reading the Node's status addresses; keeping the previous ones", "err", err)
-			maps(next, prev)
+			maps.Copy(next, prev)
 		}
 		for _, a := range nodeAddrs {
 			next[canonical(a)] = true
 		}
 	}
-	if len(next) != len(prev) || !containsAll(prev, next) {
+	if !maps.Equal(prev, next) {
 		klog.V(2).InfoS("Node addresses for the probe host policy", "policy", g.policy, "addresses", sortedAddrs(next))
 	}
 	g.node.Store(&next)
-}
-
-func maps(dst, src map[netip.Addr]bool) {
-	for a := range src {
-		dst[a] = true
-	}
-}
-
-func containsAll(a, b map[netip.Addr]bool) bool {
-	for k := range b {
-		if !a[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // NodeAddrs returns the node addresses the guard currently refuses, sorted.
@@ -200,12 +186,7 @@ func (g *HostGuard) NodeAddrs() []netip.Addr {
 }
 
 func sortedAddrs(m map[netip.Addr]bool) []netip.Addr {
-	out := make([]netip.Addr, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return out
+	return slices.SortedFunc(maps.Keys(m), netip.Addr.Compare)
 }
 
 // InterfaceAddrs lists the addresses of every local network interface,

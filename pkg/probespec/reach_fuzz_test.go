@@ -75,10 +75,5 @@ func reencode(ap *annotatedProbe) map[string]any {
 	set(ExpectBodyField, ap.ExpectBody, ap.ExpectBody != nil)
 	set("probed.io/periodMilliseconds", ap.PeriodMs, ap.PeriodMs != nil)
 	set("probed.io/timeoutMilliseconds", ap.TimeoutMs, ap.TimeoutMs != nil)
-	if ap.GRPCMode != nil {
-		if g, ok := m["grpc"].(map[string]any); ok {
-			g["mode"] = *ap.GRPCMode
-		}
-	}
 	return m
 }

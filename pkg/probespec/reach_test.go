@@ -308,7 +308,7 @@ func TestReachClassifiesEveryField(t *testing.T) {
 		"Probe.SuccessThreshold": true, "Probe.FailureThreshold": true, "Probe.TerminationGracePeriodSeconds": true,
 		"HTTPGetAction.Path": true, "HTTPGetAction.Port": true, "HTTPGetAction.Scheme": true, "HTTPGetAction.Protocol": true,
 		"TCPSocketAction.Port": true, "GRPCAction.Port": true, "GRPCAction.Service": true, "GRPCAction.Mode": true,
-		"annotatedProbe.KeepAlive": true, "annotatedProbe.ExpectStatus": true, "annotatedProbe.GRPCMode": true,
+		"annotatedProbe.KeepAlive": true, "annotatedProbe.ExpectStatus": true,
 		"annotatedProbe.PeriodMs": true, "annotatedProbe.TimeoutMs": true,
 	}
 	reach := map[string]bool{

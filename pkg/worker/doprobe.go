@@ -305,7 +305,6 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		Env:         w.cfg.Container.Env,
 		KeepAlive:   w.cfg.KeepAlive,
 		HTTPCheck:   w.cfg.HTTPCheck,
-		GRPCTLS:     w.cfg.GRPCTLS,
 		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
 	}, &w.events)

@@ -49,19 +49,37 @@ func TestWebhookAccountChangesOnlyTheCABundle(t *testing.T) {
 		return err
 	}
 	for name, try := range map[string]func() error{
-		"turn adoption off":        func() error { return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["DELETE"]}]`) },
-		"fail closed":              func() error { return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}]`) },
-		"send pods elsewhere":      func() error { return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/clientConfig/service/name", "value": "evil"}]`) },
-		"a URL instead":            func() error { return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/clientConfig/service"}, {"op": "add", "path": "/webhooks/0/clientConfig/url", "value": "https://evil.example/adopt"}]`) },
-		"widen the scope":          func() error { return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/namespaceSelector"}]`) },
-		"drop a match condition":   func() error { return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/matchConditions/0"}]`) },
-		"reorder":                  func() error { return mutating(sa, `[{"op": "move", "from": "/webhooks/0", "path": "/webhooks/1"}]`) },
-		"drop a webhook":           func() error { return validating(sa, `[{"op": "remove", "path": "/webhooks/0"}]`) },
-		"a longer timeout":         func() error { return validating(sa, `[{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 30}]`) },
-		"never reinvoke":           func() error { return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/reinvocationPolicy", "value": "Never"}]`) },
-		"a label":                  func() error { return validating(sa, `[{"op": "add", "path": "/metadata/labels/evil", "value": "yes"}]`) },
-		"an object selector":       func() error { return validating(sa, `[{"op": "add", "path": "/webhooks/0/objectSelector/matchLabels", "value": {"never": "matches"}}]`) },
-		"admission review version": func() error { return validating(sa, `[{"op": "replace", "path": "/webhooks/0/admissionReviewVersions", "value": ["v1beta1"]}]`) },
+		"turn adoption off": func() error {
+			return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["DELETE"]}]`)
+		},
+		"fail closed": func() error {
+			return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}]`)
+		},
+		"send pods elsewhere": func() error {
+			return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/clientConfig/service/name", "value": "evil"}]`)
+		},
+		"a URL instead": func() error {
+			return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/clientConfig/service"}, {"op": "add", "path": "/webhooks/0/clientConfig/url", "value": "https://evil.example/adopt"}]`)
+		},
+		"widen the scope":        func() error { return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/namespaceSelector"}]`) },
+		"drop a match condition": func() error { return mutating(sa, `[{"op": "remove", "path": "/webhooks/0/matchConditions/0"}]`) },
+		"reorder":                func() error { return mutating(sa, `[{"op": "move", "from": "/webhooks/0", "path": "/webhooks/1"}]`) },
+		"drop a webhook":         func() error { return validating(sa, `[{"op": "remove", "path": "/webhooks/0"}]`) },
+		"a longer timeout": func() error {
+			return validating(sa, `[{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 30}]`)
+		},
+		"never reinvoke": func() error {
+			return mutating(sa, `[{"op": "replace", "path": "/webhooks/0/reinvocationPolicy", "value": "Never"}]`)
+		},
+		"a label": func() error {
+			return validating(sa, `[{"op": "add", "path": "/metadata/labels/evil", "value": "yes"}]`)
+		},
+		"an object selector": func() error {
+			return validating(sa, `[{"op": "add", "path": "/webhooks/0/objectSelector/matchLabels", "value": {"never": "matches"}}]`)
+		},
+		"admission review version": func() error {
+			return validating(sa, `[{"op": "replace", "path": "/webhooks/0/admissionReviewVersions", "value": ["v1beta1"]}]`)
+		},
 	} {
 		err := try()
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "probed-webhook-ca-bundle") {

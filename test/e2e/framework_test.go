@@ -97,6 +97,16 @@ func grpcHandler(port int32) v1.ProbeHandler {
 	return v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port}}
 }
 
+func grpcTLSHandler(port int32) v1.ProbeHandler {
+	return v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port, Mode: ptr(v1.GRPCProbeModeTLS)}}
+}
+
+func httpGetProtocolHandler(path string, port int, protocol v1.HTTPProtocol) v1.ProbeHandler {
+	h := httpGetHandler(path, port)
+	h.HTTPGet.Protocol = &protocol
+	return h
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // sc is one running scenario: its test, pod and what it has seen.

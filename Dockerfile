@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # probed's container image: one static binary on an empty base.
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#   docker build --build-arg VERSION=$(bash hack/version.sh) \
 #                --build-arg REVISION=$(git rev-parse HEAD) \
 #                --build-arg BUILD_DATE=$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd) \
 #                -t probed:dev .
@@ -14,12 +14,16 @@
 # assembles the same image with umoci and skopeo (`make image`). Keep the two
 # in step: binary flags, user, entrypoint, env and labels.
 
-ARG GO_VERSION=1.26
+# The Go release, pinned to the patch: go.mod's toolchain line names the same
+# one (pkg/version's TestToolchainPinned holds the two together). 1.26.8 has
+# the crypto/tls and encoding/asn1 fixes; raise both when a newer patch fixes
+# something probed reaches.
+ARG GO_VERSION=1.26.8
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
-ARG VERSION=dev
+ARG VERSION=v0.0.0-dev
 ARG REVISION=unknown
 ARG BUILD_DATE=unknown
 WORKDIR /src
@@ -39,7 +43,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -o /out/probed-webhook ./cmd/probed-webhook
 
 FROM scratch AS webhook
-ARG VERSION=dev
+ARG VERSION=v0.0.0-dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="probed-webhook" \
       org.opencontainers.image.description="probed's adoption webhook" \
@@ -53,7 +57,7 @@ ENTRYPOINT ["/probed-webhook"]
 
 # The default target, last: probed itself.
 FROM scratch
-ARG VERSION=dev
+ARG VERSION=v0.0.0-dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="probed" \
       org.opencontainers.image.description="Node-side Kubernetes probing daemon" \

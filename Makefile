@@ -1,6 +1,6 @@
 # probed — see README.md. All targets run from a fresh Debian machine as root.
 SHELL := /bin/bash
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION ?= $(shell bash hack/version.sh)
 LDFLAGS := $(shell VERSION=$(VERSION) bash hack/ldflags.sh)
 GO ?= go
 
@@ -8,9 +8,9 @@ GO ?= go
 
 all: lint build
 
+## build: every command in cmd/ (probed, probed-webhook, kubectl-probed) into bin/.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/probed ./cmd/probed
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/kubectl-probed ./cmd/kubectl-probed
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 ## test: every tier (lint, unit, fuzz smoke, integration, runtime, e2e). This is what CI runs.
 test:

@@ -2,10 +2,10 @@
 # Builds `kubectl probed` for krew: one archive per platform (the binary and
 # LICENSE) in .cache/dist/, and .cache/dist/probed.yaml, deploy/krew/probed.yaml
 # with the version and each archive's SHA256 filled in. Offline: Go
-# cross-compiles. VERSION overrides `git describe`; DIST overrides the folder.
+# cross-compiles. VERSION overrides hack/version.sh; DIST overrides the folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+version=${VERSION:-$(bash hack/version.sh)}
 dist=${DIST:-.cache/dist}
 ldflags=$(VERSION=$version bash hack/ldflags.sh)
 mkdir -p "$dist"

@@ -21,7 +21,7 @@
 # labels or this script changed.
 #
 # Environment: IMAGE (default probed:dev), WEBHOOK_IMAGE (default
-# probed-webhook:dev), VERSION (default: git describe, as the Makefile),
+# probed-webhook:dev), VERSION (default: hack/version.sh, as the Makefile),
 # PROBED_IMAGE_DIR (default .cache/images).
 #
 # --release (`make image`): the release images instead, for every
@@ -35,7 +35,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 out=${PROBED_IMAGE_DIR:-$root/.cache/images}
-version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
+version=${VERSION:-$(bash hack/version.sh)}
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit's time stamps the file and the image, so identical inputs give
 # an identical image (and the same digest).

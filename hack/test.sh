@@ -24,6 +24,7 @@ for t in "${tiers[@]}"; do
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
+      go test -run='^$' -fuzz='^FuzzApproveReach$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
       go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       # A count, not a duration: its inputs can each take a probe's timeout
@@ -35,8 +36,18 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-k8s.sh kube-apiserver
       # The chart's tests: helm (built from its Go module) and kubectl kustomize.
-      bash hack/helm.sh >/dev/null
+      helm_dir="$(bash hack/helm.sh)"
       PATH="$(bash hack/build-kubectl.sh):$PATH"
+      step "manifests: helm lint --strict, kubectl kustomize of every kustomization"
+      "$helm_dir/helm" lint --strict charts/probed
+      "$helm_dir/helm" lint --strict charts/probed --set monitoring.enabled=true --set webhook.certManager.enabled=true \
+        --set namespace.create=true --set namespace.name=elsewhere
+      "$helm_dir/helm" lint --strict charts/probed --set webhook.enabled=false \
+        --set flags.runtime-endpoint=unix:///var/run/crio/crio.sock --set flags.runtime-type=cri
+      for k in $(git ls-files '*kustomization.yaml'); do
+        grep -q '^kind: Component' "$k" && continue # rendered through deploy/ and the tests' wrappers
+        kubectl kustomize "$(dirname "$k")" >/dev/null 2> >(grep -v "'vars' is deprecated" >&2)
+      done
       go test -count=1 ./test/monitoring/
       go test -race -count=1 -tags integration -timeout 30m ./test/harness/controlplane/ ./test/harness/prometheus/ ./test/integration/...
       step "churn soak, short (300 pods, 2m; make soak runs the full one)"
@@ -48,15 +59,17 @@ for t in "${tiers[@]}"; do
       # The oldest supported Kubernetes minor (CI: 1.35; COMPAT_K8S="1.35 1.34 1.33"
       # for the minors past their end of life, pinned in test/tools/k8s-<minor>/go.mod):
       # the integration tests of the API surface probed relies on (readiness-gate
-      # conditions and container status through SSA, the confinement
-      # ValidatingAdmissionPolicies, the adoption webhook, delegated authn/authz,
-      # the manifests' server-side dry run) against that minor's kube-apiserver,
-      # then the node tier's core scenarios on a node of that minor (apiserver,
+      # conditions and container status through SSA, the confinement, probe-reach
+      # and webhook CA-bundle ValidatingAdmissionPolicies (CEL authorizer, optional
+      # fields), the adoption webhook, delegated authn/authz, the manifests'
+      # server-side dry run) against that minor's kube-apiserver, then the node
+      # tier's core scenarios on a node of that minor (apiserver,
       # controller-manager, scheduler and kubelet) with containerd 2.
       compat_tests='^(TestReadinessFollowsTarget|TestOthersConditionsUntouchedAndNoIdleWrites|TestContainerStatusMode'
       compat_tests+='|TestRBACAndNodeConfinement|TestConfinementSurvivesNamespaceAndPrefix'
       compat_tests+='|TestWebhookAdoptsPodsInScope|TestWebhookRefusesInvalidAnnotations'
-      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun)$'
+      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun'
+      compat_tests+='|TestProbeEditNeedsExec|TestWebhookAccountChangesOnlyTheCABundle)$'
       bash hack/install-deps.sh
       bash hack/helm.sh >/dev/null
       bash hack/build-containerd.sh
@@ -100,7 +113,8 @@ for t in "${tiers[@]}"; do
       bash hack/build-workload-images.sh
       bash hack/build-probed-image.sh
       E2E_SKIP_IMAGE_BUILD=1 go test -count=1 -tags e2e -timeout 45m ./test/harness/node/ ./test/e2e/
-      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc"
+      step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc; the krew manifest through krew's own validation"
+      bash hack/krew.sh >/dev/null
       go test -count=1 -tags release -timeout 15m ./test/release/ ;;
     soak)
       # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.

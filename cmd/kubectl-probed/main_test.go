@@ -27,7 +27,7 @@ func runWith(t *testing.T, convert convertFunc, args ...string) (code int, stdou
 
 func TestVersion(t *testing.T) {
 	version.Version, version.Revision, version.BuildDate = "v0.2.0", "0123abc", "2026-11-25T00:00:00Z"
-	t.Cleanup(func() { version.Version, version.Revision, version.BuildDate = "dev", "unknown", "unknown" })
+	t.Cleanup(func() { version.Version, version.Revision, version.BuildDate = "v0.0.0-dev", "unknown", "unknown" })
 	code, out, _ := runArgs(t, "--version")
 	if code != 0 || !strings.HasPrefix(out, "kubectl-probed v0.2.0 (revision 0123abc, built 2026-11-25T00:00:00Z, go") {
 		t.Errorf("--version: code %d, %q", code, out)
@@ -47,8 +47,34 @@ func TestKubectlFlags(t *testing.T) {
 	}
 }
 
+// kubectl's conventions: -v is klog's verbosity (not --version), -o takes
+// cli-runtime's formats, and --as is not offered, since probed refuses
+// impersonation.
+func TestKubectlConventions(t *testing.T) {
+	_, out, _ := runArgs(t, "status", "--help")
+	for _, want := range []string{"-v, --v Level", "-o, --output string", "json, yaml", "jsonpath", "go-template"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status --help lacks %q:\n%s", want, out)
+		}
+	}
+	for _, refused := range []string{"--as ", "--as-group", "--as-uid", "-v, --version"} {
+		if strings.Contains(out, refused) {
+			t.Errorf("status --help offers %q", refused)
+		}
+	}
+	if code, out, errOut := runArgs(t, "-v=4", "--version"); code != 0 || !strings.HasPrefix(out, "kubectl-probed ") {
+		t.Errorf("-v=4 --version: code %d, %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runArgs(t, "status", "a", "--as", "someone"); code != 1 || !strings.Contains(errOut, "unknown flag: --as") {
+		t.Errorf("--as: code %d, %q", code, errOut)
+	}
+	if code, _, errOut := runArgs(t, "top", "-o", "xml"); code != 1 || !strings.Contains(errOut, "allowed formats are: ") {
+		t.Errorf("top -o xml: code %d, %q", code, errOut)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"status"}, {"status", "a", "b"}, {"status", "a", "-o", "yaml"}, {"top", "--interval", "0s"}, {"nope"}} {
+	for _, args := range [][]string{{"status"}, {"status", "a", "b"}, {"status", "a", "-o", "xml"}, {"top", "--interval", "0s"}, {"top", "--concurrency", "0"}, {"top", "--max-rows", "-1"}, {"nope"}} {
 		if code, _, errOut := runArgs(t, args...); code != 1 || !strings.HasPrefix(errOut, "error: ") {
 			t.Errorf("%q: code %d, stderr %q; want 1 and an error", args, code, errOut)
 		}

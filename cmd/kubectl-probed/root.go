@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	goflag "flag"
 	"fmt"
 	"os/signal"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/probedclient"
@@ -71,7 +73,16 @@ probed-debug-reader (status) or probed-metrics-reader (top).`,
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	pf := root.PersistentFlags()
+	// probed authorizes the caller's own token and refuses impersonation
+	// (probedclient): do not offer --as, --as-group, --as-uid.
+	o.kube.Impersonate, o.kube.ImpersonateGroup, o.kube.ImpersonateUID = nil, nil, nil
 	o.kube.AddFlags(pf)
+	// -v is klog's verbosity, as in kubectl (client-go logs its requests
+	// from -v=6); --version has no shorthand.
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	pf.AddGoFlag(klogFlags.Lookup("v"))
+	pf.AddGoFlag(klogFlags.Lookup("vmodule"))
 	pf.StringVar(&o.probedNS, "probed-namespace", probedclient.DefaultNamespace, "the namespace of probed's DaemonSet")
 	pf.StringVar(&o.selector, "probed-selector", probedclient.DefaultSelector, "the labels of probed's pods")
 	pf.StringVar(&o.tls.CAFile, "probed-ca-file", "", "verify probed's serving certificate against this CA (probed's --tls-cert-file); without it the certificate is not verified")

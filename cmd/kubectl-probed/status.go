@@ -2,19 +2,19 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/probed-dev/probed/pkg/probedclient"
 	"github.com/probed-dev/probed/pkg/probeview"
 )
 
 func newStatus(o *options) *cobra.Command {
-	var output string
+	pf := printFlags()
 	cmd := &cobra.Command{
 		Use:   "status POD",
 		Short: "Each probe of a pod: its state and last 10 results",
@@ -24,20 +24,25 @@ last 10 results and, per probe, those results with their output.
 It asks the probed pod on the pod's node (GET /debug/probes), which needs the
 ClusterRole probed-debug-reader.`,
 		Example: `  kubectl probed status web -n shop
-  kubectl probed status web -o json`,
+  kubectl probed status web -o json
+  kubectl probed status web -o jsonpath='{range [*]}{.container} {.probeType} {.lastResult}{"\\n"}{end}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("--output %q: the only format is json", output)
+			if *pf.OutputFormat != "" {
+				if _, err := pf.ToPrinter(); err != nil {
+					return err
+				}
 			}
-			return o.status(cmd, args[0], output)
+			return o.status(cmd, args[0], pf)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json: print probed's /debug/probes entries as they are")
+	// -o json|yaml|jsonpath=...|go-template=...: probed's /debug/probes
+	// entries as they are.
+	pf.AddFlags(cmd)
 	return cmd
 }
 
-func (o *options) status(cmd *cobra.Command, name, output string) error {
+func (o *options) status(cmd *cobra.Command, name string, pf *genericclioptions.PrintFlags) error {
 	ctx := cmd.Context()
 	cfg, client, err := o.clients()
 	if err != nil {
@@ -79,10 +84,11 @@ func (o *options) status(cmd *cobra.Command, name, output string) error {
 		}
 	}
 	out := o.streams.Out
-	if output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(mine)
+	if *pf.OutputFormat != "" {
+		if mine == nil {
+			mine = []probeview.Probe{}
+		}
+		return printObject(pf, mine, out)
 	}
 	fmt.Fprintf(out, "Pod %s/%s on node %s (probed pod %s/%s)\n\n", ns, name, pod.Spec.NodeName, pp.Namespace, pp.Name)
 	if len(mine) == 0 {

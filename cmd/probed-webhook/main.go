@@ -15,19 +15,17 @@ import (
 	"os/signal"
 	"syscall"
 
-	logsapi "k8s.io/component-base/logs/api/v1"
-	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
 func main() {
 	o := &options{}
 	fs := flag.NewFlagSet("probed-webhook", flag.ExitOnError)
-	// component-base's logging flags, as probed's (no klog legacy flags).
-	logging := logsapi.NewLoggingConfiguration()
-	logsapi.AddGoFlags(logging, fs)
+	// component-base's logging flags, as probed's.
+	logging := logflags.Add(fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	_ = fs.Parse(os.Args[1:])
@@ -35,7 +33,7 @@ func main() {
 		fmt.Println(version.String("probed-webhook"))
 		return
 	}
-	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
+	if err := logflags.Apply(logging); err != nil {
 		fmt.Fprintf(os.Stderr, "probed-webhook: %v\n", err)
 		os.Exit(2)
 	}

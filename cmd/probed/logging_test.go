@@ -61,7 +61,7 @@ func TestLoggingFlags(t *testing.T) {
 		t.Errorf("log messages %q, want Starting probed ... probed failed", msgs)
 	}
 
-	if out, code := run("--logging-format=xml", "--node-name=node-a"); code != 2 || !strings.Contains(out, `"xml": Unsupported log format`) {
+	if out, code := run("--logging-format=xml", "--node-name=node-a"); code != 2 || !strings.Contains(out, `invalid value "xml" for flag -logging-format: must be one of ["text" "json"]`) {
 		t.Errorf("--logging-format=xml: exit %d, %q", code, out)
 	}
 	for _, legacy := range []string{"-logtostderr=false", "-log_file=/tmp/x", "-alsologtostderr"} {

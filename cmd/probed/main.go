@@ -14,8 +14,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
@@ -24,20 +26,13 @@ func main() {
 		os.Exit(runSubcommand(os.Args[1], os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	o := &options{}
-	fs := flag.NewFlagSet("probed", flag.ExitOnError)
-	logging := addLoggingFlags(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: probed [flags]          (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	fs, logging, showVersion := newFlagSet(o, flag.ExitOnError)
 	_ = fs.Parse(os.Args[1:])
 	if *showVersion {
 		fmt.Println(version.String("probed"))
 		return
 	}
-	if err := applyLogging(logging); err != nil {
+	if err := logflags.Apply(logging); err != nil {
 		fmt.Fprintf(os.Stderr, "probed: %v\n", err)
 		os.Exit(2)
 	}
@@ -53,4 +48,19 @@ func main() {
 		os.Exit(1)
 	}
 	klog.Flush()
+}
+
+// newFlagSet is the daemon's command line: component-base's logging flags,
+// the options, and --version. The chart's values.schema.json is generated
+// from it (TestChartValuesSchema).
+func newFlagSet(o *options, h flag.ErrorHandling) (*flag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	fs := flag.NewFlagSet("probed", h)
+	logging := logflags.Add(fs)
+	o.addFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: probed [flags]          (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs, logging, showVersion
 }

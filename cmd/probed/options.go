@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/prober"
@@ -38,6 +39,11 @@ type options struct {
 	MetricsAddr        string
 	LivenessAction     livenessAction
 	MaxConcurrentExecs int
+	// MaxConcurrentExecsPerPod is one pod's share of those slots.
+	MaxConcurrentExecsPerPod int
+	// ExecSlotMaxHold is how long an exec keeps its slot while others
+	// wait; 0 is for ever.
+	ExecSlotMaxHold time.Duration
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
@@ -46,9 +52,13 @@ type options struct {
 	KubeAPIBurst       int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
-	EventQPS       float64
-	EventBurst     int
-	ProbeUserAgent string
+	EventQPS   float64
+	EventBurst int
+	// AuthReviewQPS and AuthReviewBurst limit the client of the endpoints'
+	// TokenReviews and SubjectAccessReviews, also apart from status writes.
+	AuthReviewQPS   float64
+	AuthReviewBurst int
+	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
 	ProbeHostPolicy prober.HostPolicy
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
@@ -68,42 +78,49 @@ type options struct {
 	TLSCertFile, TLSKeyFile string
 	// ProbeResultChangeEvents is --probe-result-change-events.
 	ProbeResultChangeEvents bool
+	// RequireApprovedReach is --require-approved-reach (docs/security.md).
+	RequireApprovedReach bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	enumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
+	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
 		cri.TypeAuto, cri.TypeContainerdCRI, cri.TypeNative, cri.TypeCRI, cri.TypeNone)
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
-	enumVar(fs, &o.StatusMode, "status-mode", status.ModeConditions, "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
+	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", status.ModeConditions, "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
 		status.ModeConditions, status.ModeContainerStatus)
-	enumVar(fs, &o.ProbeSource, "probe-source", probespec.ProbeSourceAnnotation, "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
+	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", probespec.ProbeSourceAnnotation, "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
 		probespec.ProbeSourceAnnotation, probespec.ProbeSourceSpec, probespec.ProbeSourceBoth)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
-	enumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
+	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
 		livenessRestart, livenessEventOnly)
-	fs.IntVar(&o.MaxConcurrentExecs, "max-concurrent-execs", 10, "per-node cap on exec probes running at once")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
+	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
-	fs.DurationVar(&o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
-	fs.Float64Var(&o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
-	fs.IntVar(&o.EventBurst, "event-burst", 20, "event creation burst")
-	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
-	o.ProbeHostPolicy = prober.HostPolicyDenyNodeLocal
-	fs.Var(&o.ProbeHostPolicy, "probe-host-policy", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)")
-	enumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about half the CPU, but the application may log \"connection reset by peer\" on every probe)",
+	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
+	flagschema.PositiveFloatVar(fs, &o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
+	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")
+	flagschema.PositiveFloatVar(fs, &o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
+	flagschema.IntVar(fs, &o.EventBurst, "event-burst", 20, 1, "event creation burst")
+	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
+	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
+	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
+	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", prober.HostPolicyDenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
+		prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs, prober.HostPolicyKubelet)
+	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
 		prober.TCPCloseFIN, prober.TCPCloseRST)
-	fs.IntVar(&o.LivenessRestartBudget, "liveness-restart-budget", 10, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
+	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
-	fs.DurationVar(&o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
+	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
+	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 
@@ -132,6 +149,12 @@ func (o *options) validate() error {
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
 	}
+	if o.MaxConcurrentExecsPerPod < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-execs-per-pod=%d: must be at least 1", o.MaxConcurrentExecsPerPod))
+	}
+	if o.ExecSlotMaxHold < 0 {
+		errs = append(errs, fmt.Errorf("--exec-slot-max-hold=%v: must be 0 (no limit) or positive", o.ExecSlotMaxHold))
+	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, fmt.Errorf("--status-resync=%v: must be positive", o.StatusResync))
 	}
@@ -140,6 +163,9 @@ func (o *options) validate() error {
 	}
 	if o.EventQPS <= 0 || o.EventBurst < 1 {
 		errs = append(errs, errors.New("--event-qps and --event-burst must be positive"))
+	}
+	if o.AuthReviewQPS <= 0 || o.AuthReviewBurst < 1 {
+		errs = append(errs, errors.New("--auth-review-qps and --auth-review-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // Exit codes of Command.Run.
@@ -48,15 +50,23 @@ func (c Command) Run(args []string) int {
 	var write bool
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
-	verbose := fs.Bool("v", false, "report every pod template on stderr")
+	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
+	hostPolicy := prober.HostPolicyDenyNodeLocal
+	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
 	fs.Usage = func() {
-		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [file...]
+		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
-ReplicationController, PodTemplate, and the items of a List) into the
-probed.io/probes annotation and adds the probed.io/ready readiness gate, as
-the adoption webhook does. Everything else in the YAML is left as it was.
+ReplicationController, PodTemplate, the items of a List, and any object with
+a pod template at spec.template, spec.jobTemplate.spec.template or template,
+such as a CloneSet or a Rollout) into the probed.io/probes annotation and adds
+the probed.io/ready readiness gate, as the adoption webhook does. Everything
+else in the YAML is left as it was; objects without a pod template are named
+on stderr. A probe probed would not run as the kubelet does (docs/webhook.md
+lists the cases) stays in the spec, and a line on stderr says which and why.
+A probe in the annotation the daemon would refuse (InvalidProbe) stops it,
+exit 2.
 Reads stdin when no file is named (or the file is "-"), writes stdout.
 
   %[1]s < deploy.yaml > deploy.probed.yaml
@@ -80,7 +90,7 @@ Flags:
 		files = []string{"-"}
 	}
 
-	inputs, failed := c.convertAll(files)
+	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy})
 	if failed {
 		return ExitError
 	}
@@ -88,8 +98,13 @@ Flags:
 	for _, in := range inputs {
 		for _, o := range in.res.Objects {
 			changed = changed || o.Changed()
-			if *verbose || (*check && o.Changed()) {
+			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
+			}
+			if o.Skipped == "" {
+				for _, l := range o.Adoption.Left {
+					fmt.Fprintf(c.Stderr, "%s: document %d, %s (%s): %s\n", in.name, o.Document, o.Object, o.Template, l)
+				}
 			}
 		}
 		for _, d := range in.res.Reemitted {
@@ -133,7 +148,7 @@ Flags:
 }
 
 // convertAll reads and converts every input, reporting every error.
-func (c Command) convertAll(files []string) ([]input, bool) {
+func (c Command) convertAll(files []string, o Options) ([]input, bool) {
 	var inputs []input
 	failed := false
 	for _, f := range files {
@@ -154,7 +169,7 @@ func (c Command) convertAll(files []string) ([]input, bool) {
 			failed = true
 			continue
 		}
-		if in.res, err = Convert(in.src); err != nil {
+		if in.res, err = ConvertWith(in.src, o); err != nil {
 			for _, e := range unjoin(err) {
 				fmt.Fprintf(c.Stderr, "%s: %s: %v\n", c.Name, in.name, e)
 			}
@@ -175,9 +190,12 @@ func unjoin(err error) []error {
 
 // describe says in one line what converting a template did (or would do).
 func describe(o Object, would bool) string {
+	if o.Template == "" {
+		return fmt.Sprintf("document %d (line %d), %s: skipped: %s", o.Document, o.Line, o.Object, o.Skipped)
+	}
 	where := fmt.Sprintf("document %d, %s (%s)", o.Document, o.Object, o.Template)
 	if o.Skipped != "" {
-		return where + ": left alone: " + o.Skipped
+		return where + ": skipped: " + o.Skipped
 	}
 	if !o.Changed() {
 		return where + ": nothing to do"

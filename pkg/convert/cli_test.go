@@ -24,12 +24,18 @@ func readTestdata(t *testing.T, name string) string {
 	return string(b)
 }
 
+// skippedLines are comments.in.yaml's objects without a pod template, as
+// stderr names them.
+const skippedLines = "stdin: document 1 (line 3), ConfigMap shop/web-config: skipped: no pod template (looked at spec.template, spec.jobTemplate.spec.template, template)\n" +
+	"stdin: document 3 (line 54), Service web: skipped: no pod template (looked at spec.template, spec.jobTemplate.spec.template, template)\n"
+
 // stdin to stdout; --check exits 1 while something would change and 0 on
-// converted manifests, and writes nothing to stdout.
+// converted manifests, and writes nothing to stdout. Every object without
+// a pod template is named on stderr, and every template left alone.
 func TestCommandStdinAndCheck(t *testing.T) {
 	in, want := readTestdata(t, "comments.in.yaml"), readTestdata(t, "comments.out.yaml")
 	code, out, errs := runCommand(t, in)
-	if code != ExitOK || out != want || errs != "" {
+	if code != ExitOK || out != want || errs != skippedLines {
 		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, errs, out)
 	}
 	code, out, errs = runCommand(t, in, "--check")
@@ -37,12 +43,17 @@ func TestCommandStdinAndCheck(t *testing.T) {
 		t.Errorf("--check on unconverted input: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, out, errs = runCommand(t, want, "--check")
-	if code != ExitOK || out != "" || errs != "" {
+	if code != ExitOK || out != "" || strings.Count(errs, "skipped: no pod template") != 2 || strings.Count(errs, "\n") != 2 {
 		t.Errorf("--check on converted input: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
+	code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"))
+	if code != ExitOK || !strings.Contains(errs, `Deployment keep (spec.template): skipped: opted out (probed.io/inject: "false")`) ||
+		!strings.Contains(errs, "document 3 (line 43), Deployment custom: skipped: no pod template") ||
+		strings.Contains(errs, "nothing to do") {
+		t.Errorf("without -v: exit %d, stderr %q", code, errs)
+	}
 	code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"), "-v")
-	if code != ExitOK || !strings.Contains(errs, `Deployment keep (spec.template): left alone: opted out (probed.io/inject: "false")`) ||
-		!strings.Contains(errs, "Deployment plain (spec.template): nothing to do") {
+	if code != ExitOK || !strings.Contains(errs, "Deployment plain (spec.template): nothing to do") {
 		t.Errorf("-v: exit %d, stderr %q", code, errs)
 	}
 }
@@ -55,7 +66,7 @@ func TestCommandError(t *testing.T) {
 	if code != ExitError || out != "" {
 		t.Errorf("exit %d, stdout %q", code, out)
 	}
-	if !strings.HasPrefix(errs, "probed convert: stdin: document 9 (line 132), Deployment shop/web (spec.template): annotation \"probed.io/probes\": ") {
+	if !strings.HasPrefix(errs, "probed convert: stdin: document 9 (line 137), Deployment shop/web (spec.template, line 143): annotation \"probed.io/probes\": ") {
 		t.Errorf("stderr %q", errs)
 	}
 }
@@ -92,7 +103,7 @@ func TestCommandFiles(t *testing.T) {
 
 	stB, _ := os.Stat(b)
 	code, out, errs = runCommand(t, "", "-w", a, b)
-	if code != ExitOK || out != "" || errs != "" {
+	if code != ExitOK || out != "" || strings.Count(errs, "skipped: ") != 3 {
 		t.Errorf("-w: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	if got, _ := os.ReadFile(a); string(got) != readTestdata(t, "crlf.out.yaml") {
@@ -116,5 +127,78 @@ func TestCommandFiles(t *testing.T) {
 	}
 	if code, _, errs := runCommand(t, "", "--help"); code != ExitOK || !strings.Contains(errs, "probed convert < deploy.yaml") {
 		t.Errorf("--help: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A probe probed would not run as the kubelet does stays in the YAML, and
+// one line on stderr names it and says why, with or without -v; the host
+// policy is the nodes', from --probe-host-policy.
+func TestCommandSaysWhatStaysWithTheKubelet(t *testing.T) {
+	in := `apiVersion: batch/v1
+kind: Job
+metadata: {name: report, namespace: jobs}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - name: app
+        image: app
+        livenessProbe:
+          exec: {command: [test, -f, /tmp/alive]}
+        readinessProbe:
+          httpGet: {host: 10.0.0.9, port: 80, path: /ready}
+`
+	code, out, errs := runCommand(t, in)
+	if code != ExitOK || !strings.Contains(out, "livenessProbe:\n          exec: {command: [test, -f, /tmp/alive]}") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	want := "stdin: document 1, Job jobs/report (spec.template): app/livenessProbe stays with the kubelet: under restartPolicy OnFailure the kubelet restarts a container its liveness probe killed whatever its exit code, one probed stopped only if it exits non-zero\n"
+	if errs != want {
+		t.Errorf("stderr %q\nwant   %q", errs, want)
+	}
+	code, _, errs = runCommand(t, in, "--probe-host-policy=pod-ips")
+	if code != ExitOK || !strings.Contains(errs, `app/readinessProbe stays with the kubelet: httpGet.host "10.0.0.9": only the pod's own IPs are allowed`) {
+		t.Errorf("--probe-host-policy=pod-ips: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs = runCommand(t, in, "--probe-host-policy=everywhere"); code != ExitError {
+		t.Errorf("a bad policy: exit %d, stderr %q", code, errs)
+	}
+}
+
+// What the daemon would refuse (an InvalidProbe event, a pod that never
+// becomes Ready) is refused here, with the daemon's own text and exit 2,
+// and nothing is written: a probe without a handler, a negative
+// failureThreshold, two handlers, an annotation key naming no container.
+func TestCommandRefusesWhatTheDaemonRefuses(t *testing.T) {
+	const head = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  template:\n"
+	for _, c := range []struct{ name, tmpl, want string }{
+		{"no handler", "    spec:\n      containers:\n      - name: app\n        readinessProbe: {periodSeconds: 5}\n",
+			`InvalidProbe: container "app" readinessProbe: Required value: must specify a handler type`},
+		{"negative failureThreshold", "    spec:\n      containers:\n      - name: app\n        livenessProbe: {tcpSocket: {port: 80}, failureThreshold: -1}\n",
+			`InvalidProbe: container "app" livenessProbe: failureThreshold: Invalid value: -1`},
+		{"two handlers", "    spec:\n      containers:\n      - name: app\n        readinessProbe: {tcpSocket: {port: 80}, exec: {command: [\"true\"]}}\n",
+			`InvalidProbe: container "app" readinessProbe: `},
+		{"annotation key naming no container", "    metadata:\n      annotations:\n        probed.io/probes: '{\"db\": {\"readinessProbe\": {\"tcpSocket\": {\"port\": 5432}}}}'\n" +
+			"    spec:\n      containers:\n      - name: app\n        readinessProbe: {tcpSocket: {port: 80}}\n",
+			`InvalidProbe: annotation "probed.io/probes": container "db": Not found`},
+	} {
+		in := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" + head + c.tmpl
+		for _, args := range [][]string{nil, {"--check"}} {
+			code, out, errs := runCommand(t, in, args...)
+			if code != ExitError || out != "" || !strings.Contains(errs, "probed convert: stdin: document 2 (line 5), Deployment shop/web (spec.template, line 11): "+c.want) {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.name, args, code, out, errs, c.want)
+			}
+		}
+	}
+}
+
+// A YAML error names the line of the file, not of its document.
+func TestCommandErrorLinesCountFromTheFile(t *testing.T) {
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n" +
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: x\n  bad: y\n"
+	code, _, errs := runCommand(t, in)
+	if code != ExitError || !strings.Contains(errs, "document 3 (line 8): yaml: line 13: mapping values are not allowed in this context") {
+		t.Errorf("exit %d, stderr %q; want the error at file line 13", code, errs)
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -18,8 +21,11 @@ type Object struct {
 	Document int
 	// Object names it, e.g. "Deployment shop/web".
 	Object string
-	// Template is the template's field, e.g. "spec.template".
+	// Template is the template's field, e.g. "spec.template"; empty for an
+	// object without a pod template, which is Skipped.
 	Template string
+	// Line is the object's (or its template's) line in the stream.
+	Line int
 	// Adoption is what probespec.Adopt did.
 	Adoption probespec.Adoption
 	// Skipped says why the template was left alone, if it was.
@@ -54,31 +60,51 @@ type Error struct {
 	// Document is the 1-based position in the stream; Line is the
 	// stream's line where the document starts.
 	Document, Line int
-	// Object and Template name the object, when the document has one.
+	// Object and Template name the object, when the document has one;
+	// TemplateLine is the template's line in the stream.
 	Object, Template string
-	Err              error
+	TemplateLine     int
+	// Err says what is wrong; line numbers in it count from the stream's
+	// start. An errors.Join of several gives one line each.
+	Err error
 }
 
 func (e *Error) Error() string {
 	where := fmt.Sprintf("document %d (line %d)", e.Document, e.Line)
 	if e.Object != "" {
-		where += ", " + e.Object + " (" + e.Template + ")"
+		where += fmt.Sprintf(", %s (%s, line %d)", e.Object, e.Template, e.TemplateLine)
 	}
-	return where + ": " + e.Err.Error()
+	var lines []string
+	for _, err := range unjoin(e.Err) {
+		lines = append(lines, where+": "+err.Error())
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Convert moves the spec probes of every pod template in a YAML stream into
-// the probed.io/probes annotation and adds the readiness gate (see the
-// package doc). On an error there is no output; the error is an *Error, or
-// errors.Join of them when several documents fail.
-func Convert(src []byte) (Result, error) {
+// Options are what converting needs beyond the manifests.
+type Options struct {
+	// HostPolicy is the nodes' --probe-host-policy ("" is its default): a
+	// probe whose host it refuses on every node stays with the kubelet.
+	HostPolicy prober.HostPolicy
+}
+
+// Convert is ConvertWith with the default options.
+func Convert(src []byte) (Result, error) { return ConvertWith(src, Options{}) }
+
+// ConvertWith moves the spec probes of every pod template in a YAML stream
+// into the probed.io/probes annotation and adds the readiness gate (see the
+// package doc), leaving with the kubelet what probed would not run as it
+// does (each Object's Adoption.Left says which and why). On an error there
+// is no output; the error is an *Error, or errors.Join of them when several
+// documents fail.
+func ConvertWith(src []byte, o Options) (Result, error) {
 	var res Result
 	var out bytes.Buffer
 	var errs []error
 	for _, seg := range splitStream(src) {
-		converted, objs, reemitted, err := convertSegment(seg)
+		converted, objs, reemitted, err := convertSegment(seg, o)
 		res.Objects = append(res.Objects, objs...)
 		if err != nil {
 			errs = append(errs, err)
@@ -96,11 +122,11 @@ func Convert(src []byte) (Result, error) {
 	return res, nil
 }
 
-func convertSegment(seg segment) ([]byte, []Object, bool, error) {
+func convertSegment(seg segment, o Options) ([]byte, []Object, bool, error) {
 	fail := func(t *template, err error) error {
 		e := &Error{Document: seg.index, Line: seg.line, Err: err}
 		if t != nil {
-			e.Object, e.Template = t.object, t.field()
+			e.Object, e.Template, e.TemplateLine = t.object, t.field(), seg.line-1+t.node.Line
 		}
 		return e
 	}
@@ -109,14 +135,14 @@ func convertSegment(seg segment) ([]byte, []Object, bool, error) {
 	if err := dec.Decode(&doc); err == io.EOF {
 		return seg.src, nil, false, nil
 	} else if err != nil {
-		return nil, nil, false, fail(nil, err)
+		return nil, nil, false, fail(nil, streamLines(err, seg.line-1))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
 		if err == nil {
 			err = errors.New(`a second document follows "..." without a "---" line`)
 		}
-		return nil, nil, false, fail(nil, err)
+		return nil, nil, false, fail(nil, streamLines(err, seg.line-1))
 	}
 	if len(doc.Content) == 0 {
 		return seg.src, nil, false, nil
@@ -124,12 +150,17 @@ func convertSegment(seg segment) ([]byte, []Object, bool, error) {
 	root := doc.Content[0]
 	var changes []*change
 	var objs []Object
-	for _, t := range findTemplates(root) {
-		c, err := planTemplate(t)
+	templates, skipped := scan(root)
+	for _, sk := range skipped {
+		objs = append(objs, Object{Document: seg.index, Object: sk.object, Line: seg.line - 1 + sk.line, Skipped: sk.reason})
+	}
+	for _, t := range templates {
+		c, err := planTemplate(t, o)
 		if err != nil {
 			return nil, nil, false, fail(&t, err)
 		}
-		objs = append(objs, Object{Document: seg.index, Object: t.object, Template: t.field(), Adoption: c.adoption, Skipped: c.skipped})
+		objs = append(objs, Object{Document: seg.index, Object: t.object, Template: t.field(), Line: seg.line - 1 + t.node.Line,
+			Adoption: c.adoption, Skipped: c.skipped})
 		if c.skipped != "" || c.empty() {
 			continue
 		}
@@ -190,6 +221,23 @@ func convertSegment(seg segment) ([]byte, []Object, bool, error) {
 		return nil, nil, false, fail(nil, fmt.Errorf("internal error: %w", err))
 	}
 	return trim(out), objs, true, nil
+}
+
+// yamlLine is a line number in a YAML error.
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// streamLines turns the line numbers of an error of the YAML decoder, which
+// count from its document's start, into the stream's: offset is the lines
+// before the document.
+func streamLines(err error, offset int) error {
+	if offset == 0 {
+		return err
+	}
+	msg := yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, _ := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
+		return "line " + strconv.Itoa(n+offset)
+	})
+	return errors.New(msg)
 }
 
 // anchored names an anchor or alias in a template or on its way from the

@@ -11,9 +11,17 @@
 //     the untouched lines of a converted document. Edits are made in the
 //     text at the positions the YAML node tree gives, and the result is
 //     parsed again and checked to mean exactly the original plus Adopt's
-//     changes. Templates written in flow style (JSON, {…}) are re-emitted by
-//     the YAML encoder instead, which keeps comments and key order but not
-//     the layout; the Result says which documents that happened to.
+//     changes; in flow style (JSON, {…}) the annotation is written compact.
+//     Only when that check fails is a document re-emitted by the YAML
+//     encoder, which keeps comments and key order but not the layout; the
+//     Result says which documents that happened to.
+//   - What the daemon would refuse is refused: every template is judged by
+//     probespec.DeclaredProbes, and each problem is an error with its
+//     InvalidProbe text.
+//   - Besides the kinds above, any object with a standard pod template at
+//     spec.template, spec.jobTemplate.spec.template or template (a CloneSet,
+//     a Rollout) is converted; every object without one is in the Result,
+//     Skipped.
 //   - All or nothing: an error (a document that is not YAML, a malformed
 //     probed.io/probes annotation, a template that does not decode) names
 //     the document and the object, and no output is produced.

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -53,8 +54,9 @@ func (c *change) empty() bool {
 
 // planTemplate decodes a template as the API server would (JSON field names
 // are case-sensitive; unknown fields are ignored here and kept in the YAML),
-// runs probespec.Adopt on it, and records the differences.
-func planTemplate(t template) (*change, error) {
+// runs probespec.AdoptWith on it, and records the differences. A probe with
+// a field the types do not keep stays in the YAML as written.
+func planTemplate(t template, o Options) (*change, error) {
 	c := &change{tmpl: t}
 	var generic any
 	if err := t.node.Decode(&generic); err != nil {
@@ -80,8 +82,15 @@ func planTemplate(t template) (*change, error) {
 		return c, nil
 	}
 	after := before.DeepCopy()
-	c.adoption, err = probespec.Adopt(&after.ObjectMeta, &after.Spec)
+	var raw struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	_ = json.Unmarshal(data, &raw) // it decoded above
+	c.adoption, err = probespec.AdoptWith(&after.ObjectMeta, &after.Spec, probespec.AdoptOptions{HostPolicy: o.HostPolicy, RawSpec: raw.Spec})
 	if err != nil {
+		return nil, err
+	}
+	if err := validate(after); err != nil {
 		return nil, err
 	}
 	diff := func(list string, b, a []v1.Container) {
@@ -108,6 +117,22 @@ func planTemplate(t template) (*change, error) {
 	}
 	c.addGate = c.adoption.GateAdded
 	return c, nil
+}
+
+// validate judges the converted template as the daemon will judge its
+// pods (probespec.DeclaredProbes): every problem the daemon would report as
+// an InvalidProbe event, with its text. A template that names a container
+// only another webhook will inject fails here too: convert cannot know it.
+func validate(t *v1.PodTemplateSpec) error {
+	if _, ok := t.Annotations[probespec.ProbesAnnotation]; !ok {
+		return nil
+	}
+	_, problems := probespec.DeclaredProbes(&v1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}, probespec.ProbeSourceAnnotation)
+	var errs []error
+	for _, p := range problems {
+		errs = append(errs, fmt.Errorf("InvalidProbe: %s", p.String()))
+	}
+	return errors.Join(errs...)
 }
 
 // noSpec: the template has no spec, or a null one (spec:, ~), which the

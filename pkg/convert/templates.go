@@ -28,6 +28,19 @@ var kinds = map[string]templateKind{
 	"CronJob":               {[]string{"batch"}, []string{"spec", "jobTemplate", "spec", "template"}},
 }
 
+// templatePaths are where an object of any other kind is looked at for a
+// standard pod template (metadata and a pod spec with containers): an
+// OpenKruise CloneSet or Advanced StatefulSet, an Argo Rollout, a custom
+// workload that embeds a PodTemplateSpec as Deployment does.
+var templatePaths = [][]string{{"spec", "template"}, {"spec", "jobTemplate", "spec", "template"}, {"template"}}
+
+// skippedObject is an object of the stream that has no pod template.
+type skippedObject struct {
+	object string
+	reason string
+	line   int
+}
+
 // template is one pod template found in a document.
 type template struct {
 	// object names its object for messages, e.g. "Deployment shop/web" or
@@ -64,10 +77,18 @@ func (t template) field() string {
 
 // findTemplates lists the pod templates of a document's root node.
 func findTemplates(root *yaml.Node) []template {
-	return templatesOf(root, nil, []*yaml.Node{root}, "")
+	return templatesOf(root, nil, []*yaml.Node{root}, "", nil)
 }
 
-func templatesOf(obj *yaml.Node, path []any, chain []*yaml.Node, prefix string) []template {
+// scan lists the pod templates of a document's root node, and the objects
+// in it that have none.
+func scan(root *yaml.Node) ([]template, []skippedObject) {
+	var skipped []skippedObject
+	ts := templatesOf(root, nil, []*yaml.Node{root}, "", &skipped)
+	return ts, skipped
+}
+
+func templatesOf(obj *yaml.Node, path []any, chain []*yaml.Node, prefix string, skipped *[]skippedObject) []template {
 	if obj.Kind != yaml.MappingNode {
 		return nil
 	}
@@ -85,30 +106,63 @@ func templatesOf(obj *yaml.Node, path []any, chain []*yaml.Node, prefix string) 
 		for i, it := range items.Content {
 			p := append(append(append([]any(nil), path...), "items"), i)
 			c := append(append(append([]*yaml.Node(nil), chain...), items), it)
-			out = append(out, templatesOf(it, p, c, fmt.Sprintf("%sList item %d: ", prefix, i+1))...)
+			out = append(out, templatesOf(it, p, c, fmt.Sprintf("%sList item %d: ", prefix, i+1), skipped)...)
 		}
 		return out
-	}
-	k, ok := kinds[kind]
-	if !ok || !slices.Contains(k.groups, group) {
-		return nil
-	}
-	node := obj
-	p := append([]any(nil), path...)
-	c := append([]*yaml.Node(nil), chain...)
-	for _, key := range k.path {
-		node = lookup(node, key)
-		if node == nil || node.Kind != yaml.MappingNode {
-			return nil
-		}
-		p = append(p, key)
-		c = append(c, node)
 	}
 	name := scalar(lookup(obj, "metadata"), "name")
 	if ns := scalar(lookup(obj, "metadata"), "namespace"); ns != "" {
 		name = ns + "/" + name
 	}
-	return []template{{object: prefix + kind + " " + name, path: p, node: node, chain: c}}
+	object := prefix + kind + " " + name
+	if kind == "" {
+		object = prefix + "an object without a kind"
+	}
+	skip := func(reason string) []template {
+		if skipped != nil {
+			*skipped = append(*skipped, skippedObject{object: object, reason: reason, line: obj.Line})
+		}
+		return nil
+	}
+	var paths [][]string
+	if k, ok := kinds[kind]; ok && slices.Contains(k.groups, group) {
+		paths = [][]string{k.path}
+	} else {
+		paths = templatePaths
+	}
+	for _, kp := range paths {
+		node := obj
+		p := append([]any(nil), path...)
+		c := append([]*yaml.Node(nil), chain...)
+		for _, key := range kp {
+			node = lookup(node, key)
+			if node == nil || node.Kind != yaml.MappingNode {
+				break
+			}
+			p = append(p, key)
+			c = append(c, node)
+		}
+		if node == nil || node.Kind != yaml.MappingNode || (len(paths) > 1 && !podTemplate(node)) {
+			continue
+		}
+		return []template{{object: object, path: p, node: node, chain: c}}
+	}
+	if len(paths) == 1 {
+		return skip("no pod template at " + strings.Join(paths[0], "."))
+	}
+	var where []string
+	for _, kp := range paths {
+		where = append(where, strings.Join(kp, "."))
+	}
+	return skip("no pod template (looked at " + strings.Join(where, ", ") + ")")
+}
+
+// podTemplate reports whether n looks like a PodTemplateSpec: a spec with
+// a list of containers.
+func podTemplate(n *yaml.Node) bool {
+	spec := lookup(n, "spec")
+	c := lookup(spec, "containers")
+	return spec != nil && spec.Kind == yaml.MappingNode && c != nil && c.Kind == yaml.SequenceNode
 }
 
 // lookup is the value of key in mapping m, or nil.

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -21,8 +22,11 @@ const (
 )
 
 // Health watches whether the container runtime answers. It promises that:
-//   - a blip (a restart of containerd that probed follows, one slow answer)
-//     never makes probed unready;
+//   - probed is not ready until the runtime has answered once: one it never
+//     reached (a wrong socket, a runtime not started) is reported at once,
+//     with the last error;
+//   - after that first answer, a blip (a restart of containerd that probed
+//     follows, one slow answer) never makes probed unready;
 //   - a runtime unreachable for Grace or longer does, with the last error,
 //     until it answers again;
 //   - probed_runtime_reachable says, at every check, whether it answered.
@@ -37,6 +41,10 @@ type Health struct {
 	gauge    prometheus.Gauge
 
 	mu sync.Mutex
+	// answered: the runtime has answered a check since probed started.
+	answered bool
+	// checked: at least one check has ended.
+	checked bool
 	// failingSince is when the current run of failed checks began; zero
 	// while the runtime answers.
 	failingSince time.Time
@@ -45,7 +53,7 @@ type Health struct {
 
 // NewHealth watches rt every interval and reports it unready after grace
 // without an answer (defaults when <= 0). clk nil is the real clock; reg may
-// be nil. Until the first check the runtime counts as reachable.
+// be nil. Until the runtime first answers, it counts as unreachable.
 func NewHealth(rt Runtime, interval, grace time.Duration, clk clock.WithTicker, reg prometheus.Registerer) *Health {
 	if interval <= 0 {
 		interval = DefaultHealthInterval
@@ -61,7 +69,6 @@ func NewHealth(rt Runtime, interval, grace time.Duration, clk clock.WithTicker, 
 			Name: "probed_runtime_reachable",
 			Help: "1 if the container runtime answered probed's last check, 0 if not.",
 		})}
-	h.gauge.Set(1)
 	if reg != nil {
 		reg.MustRegister(h.gauge)
 	}
@@ -91,7 +98,11 @@ func (h *Health) checkOnce(ctx context.Context) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.checked = true
 	switch {
+	case err == nil && !h.answered:
+		klog.InfoS("Container runtime answers")
+		h.answered, h.failingSince, h.lastErr = true, time.Time{}, nil
 	case err == nil && !h.failingSince.IsZero():
 		klog.InfoS("Container runtime answers again", "after", h.clock.Since(h.failingSince).Round(time.Second))
 		h.failingSince, h.lastErr = time.Time{}, nil
@@ -107,12 +118,17 @@ func (h *Health) checkOnce(ctx context.Context) {
 	}
 }
 
-// Check is the /readyz check: nil unless the runtime has not answered for
-// Grace or longer.
+// Check is the /readyz check: nil once the runtime has answered, unless it
+// has not answered since for Grace or longer.
 func (h *Health) Check(context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.failingSince.IsZero() {
+	switch {
+	case !h.checked:
+		return errors.New("container runtime not checked yet")
+	case !h.answered:
+		return fmt.Errorf("container runtime has not answered since probed started: %w", h.lastErr)
+	case h.failingSince.IsZero():
 		return nil
 	}
 	if d := h.clock.Since(h.failingSince); d >= h.grace {

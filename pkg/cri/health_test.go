@@ -82,12 +82,21 @@ func TestHealthReportsOnlySustainedOutages(t *testing.T) {
 func TestHealthRunChecksEveryInterval(t *testing.T) {
 	epoch := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(epoch)
-	rt := &flakyRuntime{err: errors.New("down")}
+	rt := &flakyRuntime{}
 	h := NewHealth(rt, time.Second, 3*time.Second, clk, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); h.Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
+	// The check at once: the runtime answers.
+	for h.Check(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("never ready with the runtime up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rt.set(errors.New("down"))
+	downAt := clk.Now()
 	for h.Check(ctx) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("never unready with the runtime down")
@@ -97,9 +106,50 @@ func TestHealthRunChecksEveryInterval(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := clk.Since(epoch); got < 3*time.Second {
+	if got := clk.Since(downAt); got < 3*time.Second {
 		t.Errorf("unready after %v of fake time; want the 3s grace", got)
 	}
 	cancel()
 	<-done
+}
+
+// A runtime that has never answered is not ready, from the start and for
+// as long as it does not answer: the grace is for a runtime that answered
+// before (a restart), not for one probed never reached (a wrong socket).
+// Its first answer makes probed ready at once.
+func TestHealthNotReadyUntilFirstAnswer(t *testing.T) {
+	epoch := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(epoch)
+	down := errors.New("dial unix /run/containerd/containerd.sock: connect: no such file or directory")
+	rt := &flakyRuntime{err: down}
+	h := NewHealth(rt, 5*time.Second, 30*time.Second, clk, nil)
+	ctx := context.Background()
+
+	if err := h.Check(ctx); err == nil || !strings.Contains(err.Error(), "not checked") {
+		t.Errorf("before the first check: %v; want not ready, not checked yet", err)
+	}
+	if got := testutil.ToFloat64(h.gauge); got != 0 {
+		t.Errorf("reachable = %v before the first check, want 0", got)
+	}
+	h.checkOnce(ctx)
+	err := h.Check(ctx)
+	if err == nil || !errors.Is(err, down) || !strings.Contains(err.Error(), "has not answered since probed started") {
+		t.Fatalf("never answered, at once: %v; want not ready with the runtime's error", err)
+	}
+	clk.Step(5 * time.Second)
+	h.checkOnce(ctx)
+	if err := h.Check(ctx); err == nil {
+		t.Error("never answered, 5s in: ready")
+	}
+	rt.set(nil)
+	h.checkOnce(ctx)
+	if err := h.Check(ctx); err != nil || testutil.ToFloat64(h.gauge) != 1 {
+		t.Fatalf("after the first answer: %v, reachable %v", err, testutil.ToFloat64(h.gauge))
+	}
+	// From now on a failure has the grace.
+	rt.set(down)
+	h.checkOnce(ctx)
+	if err := h.Check(ctx); err != nil {
+		t.Errorf("a blip after the first answer made probed unready: %v", err)
+	}
 }

@@ -64,3 +64,10 @@ func isThrottled(err error) bool {
 	var t interface{ Throttled() bool }
 	return errors.As(err, &t) && t.Throttled()
 }
+
+// isOwnerMismatch reports whether err says the runtime refused the exec
+// because the container is not the probed pod's (cri.OwnerMismatchError).
+func isOwnerMismatch(err error) bool {
+	var m interface{ OwnerMismatch() bool }
+	return errors.As(err, &m) && m.OwnerMismatch()
+}

@@ -122,9 +122,10 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 	)
 	for range maxProbeRetries {
 		result, output, err = p.runOnce(ctx, spec, target)
-		// A refusal by the host policy would only be refused again; a
-		// throttled exec would only queue again.
-		if err == nil || ctx.Err() != nil || isRefused(err) || isThrottled(err) {
+		// A refusal by the host policy, or of another pod's container,
+		// would only be refused again; a throttled exec would only queue
+		// again.
+		if err == nil || ctx.Err() != nil || isRefused(err) || isOwnerMismatch(err) || isThrottled(err) {
 			break
 		}
 	}

@@ -159,6 +159,11 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 		expectRefused(t, p, httpGet("169.254.169.254", "/latest/meta-data/", 80), podTarget,
 			"169.254.169.254 is link-local/metadata, refused by --probe-host-policy=deny-node-local")
 		expectRefused(t, p, tcpSocket("fd00:ec2::254", 80), podTarget, "link-local/metadata")
+		expectRefused(t, p, httpGet("168.63.129.16", "/machine?comp=goalstate", 80), podTarget,
+			"168.63.129.16 is link-local/metadata")
+		expectRefused(t, p, tcpSocket("fd00:42::42", 80), podTarget, "link-local/metadata")
+		expectRefused(t, p, tcpSocket("64:ff9b:1::a9fe:a9fe", 80), podTarget,
+			"NAT64 for 169.254.169.254, which is link-local/metadata")
 	})
 	t.Run("redirect to another port of the pod followed", func(t *testing.T) {
 		other := listenCounting(t, podIP)

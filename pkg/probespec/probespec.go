@@ -13,7 +13,9 @@
 //   - keepalive.go: the probed.io/keepAlive extension;
 //   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
 //   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
-//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions.
+//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions;
+//   - reach.go:     what a probe runs or where it connects (its reach), and
+//     probed.io/approved-reach, which approves it.
 package probespec
 
 import (

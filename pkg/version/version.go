@@ -1,6 +1,6 @@
 // Package version carries the build's version, stamped through -ldflags
 // (the Makefile, hack/build-probed-image.sh and the Dockerfile set them from
-// `git describe` and the commit).
+// hack/version.sh and the commit).
 package version
 
 import (
@@ -12,8 +12,11 @@ import (
 
 // Set at build time with -X github.com/probed-dev/probed/pkg/version.<Name>=<value>.
 var (
-	// Version is `git describe --tags --always --dirty`, e.g. v0.2.0 or v0.1.0-14-g1a2b3c4.
-	Version = "dev"
+	// Version is hack/version.sh's semantic version: a release tag such as
+	// v0.2.0, or between releases v0.2.0-dev.14.g1a2b3c4 (VERSION, the
+	// commits since it changed, the commit).
+	// v0.0.0-dev: a build without it (go build, go run).
+	Version = "v0.0.0-dev"
 	// Revision is the full commit hash.
 	Revision = "unknown"
 	// BuildDate is the commit's date (RFC 3339, UTC), so that the same

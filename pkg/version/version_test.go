@@ -11,7 +11,7 @@ import (
 
 func TestBuildInfo(t *testing.T) {
 	Version, Revision, BuildDate = "v0.2.0", "0123abc", "2026-11-25T00:00:00Z"
-	t.Cleanup(func() { Version, Revision, BuildDate = "dev", "unknown", "unknown" })
+	t.Cleanup(func() { Version, Revision, BuildDate = "v0.0.0-dev", "unknown", "unknown" })
 	reg := prometheus.NewRegistry()
 	RegisterBuildInfo(reg, "probed")
 	want := `# HELP probed_build_info Always 1; its labels say which build is running.

@@ -28,6 +28,9 @@ type Config struct {
 	// a UID.
 	PodNamespace string
 	PodName      string
+	// StaticPodUID is a mirror pod's static pod UID (see StaticPodUID),
+	// which the runtime's containers carry; "" for other pods.
+	StaticPodUID string
 	// Container is the target container's spec; the worker keeps the
 	// pointer (no copy per worker) and never mutates it. Required.
 	Container *v1.Container
@@ -202,6 +205,7 @@ func (w *Worker) Run(ctx context.Context) {
 		w.errorLog(nil, "Probe worker already ran")
 		return
 	}
+	ctx = w.withOwner(ctx)
 	for ok := w.start(ctx); ok; ok = w.step(ctx) {
 		<-w.wake
 	}

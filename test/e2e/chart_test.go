@@ -65,7 +65,7 @@ func TestChartInstall(t *testing.T) {
 		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	values := chartValues(t, "2")
+	values := chartValues(t, 2)
 	t0 := time.Now()
 	if out, err := runHelm(ctx, helm, "install", chartRelease, filepath.Join(repoRoot, "charts/probed"),
 		"--namespace", chartNS, "--values", values, "--wait", "--timeout", "3m"); err != nil {
@@ -89,7 +89,7 @@ func TestChartInstall(t *testing.T) {
 
 	// helm upgrade (a new -v) rolls probed; the gated pod stays Ready.
 	t0 = time.Now()
-	upgrade, newValues := make(chan error, 1), chartValues(t, "3")
+	upgrade, newValues := make(chan error, 1), chartValues(t, 3)
 	go func() {
 		out, err := runHelm(ctx, helm, "upgrade", chartRelease, filepath.Join(repoRoot, "charts/probed"),
 			"--namespace", chartNS, "--values", newValues, "--wait", "--timeout", "3m")
@@ -177,7 +177,7 @@ func runHelm(ctx context.Context, helm string, args ...string) (string, error) {
 // containerd socket, probed's endpoints on a free loopback port, and the
 // API server on loopback (no kube-proxy routes the kubernetes Service). The
 // webhook is off: its image is not built for this tier.
-func chartValues(t *testing.T, v string) string {
+func chartValues(t *testing.T, v int) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -208,7 +208,7 @@ func chartValues(t *testing.T, v string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "values-v"+v+".yaml")
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("values-v%d.yaml", v))
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,87 +101,68 @@ func compareRender(t *testing.T, what string, chart []*unstructured.Unstructured
 	}
 }
 
-// probedFlags lists probed's flags and their types from `probed -h`
-// (type "" is a bool), without -version.
-func probedFlags(t *testing.T) map[string]string {
+// flagSamples gives each flag of values.schema.json (generated from
+// probed's flag set) a value its schema accepts and probed parses.
+func flagSamples(t *testing.T) map[string]string {
 	t.Helper()
-	out, _ := exec.Command(probedBin, "-h").CombinedOutput() // -h exits 0 or 2 by Go version
-	flags := map[string]string{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)(?: ([a-z0-9]+))?$`).FindAllStringSubmatch(string(out), -1) {
-		flags[m[1]] = m[2]
-	}
-	delete(flags, "version")
-	if len(flags) < 20 {
-		t.Fatalf("found only %d flags in probed -h:\n%s", len(flags), out)
-	}
-	return flags
-}
-
-// values.yaml's flags (and values.schema.json's) are exactly probed's
-// flags, and an unknown one is refused; set all at once, the
-// chart passes each as --name=value, and probed parses them all (with
-// -version it exits after parsing, before it checks their values).
-func TestChartCoversEveryFlag(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile(chartDir + "/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var values struct {
-		Flags map[string]any `json:"flags"`
-	}
-	if err := yaml.Unmarshal(b, &values); err != nil {
-		t.Fatal(err)
-	}
-	flags := probedFlags(t)
-	for _, f := range sortedKeys(flags) {
-		if _, ok := values.Flags[f]; !ok {
-			t.Errorf("probed has --%s; charts/probed/values.yaml's flags lack it", f)
-		}
-	}
-	for _, f := range sortedKeys(values.Flags) {
-		if _, ok := flags[f]; !ok {
-			t.Errorf("charts/probed/values.yaml's flags have %s; probed has no such flag", f)
-		}
-	}
-	// values.schema.json names the same flags, and helm refuses others.
-	b, err = os.ReadFile(chartDir + "/values.schema.json")
+	b, err := os.ReadFile(chartDir + "/values.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var schema struct {
 		Properties struct {
 			Flags struct {
-				Properties map[string]any `json:"properties"`
+				Properties map[string]struct {
+					Type    []string `json:"type"`
+					Enum    []any    `json:"enum"`
+					Pattern string   `json:"pattern"`
+					Minimum *int     `json:"minimum"`
+				} `json:"properties"`
 			} `json:"flags"`
 		} `json:"properties"`
 	}
 	if err := yaml.Unmarshal(b, &schema); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := sortedKeys(schema.Properties.Flags.Properties), sortedKeys(flags); !slices.Equal(got, want) {
-		t.Errorf("charts/probed/values.schema.json's flags %v, probed's %v", got, want)
+	out := map[string]string{}
+	for name, p := range schema.Properties.Flags.Properties {
+		switch {
+		case len(p.Enum) > 0:
+			out[name] = fmt.Sprint(p.Enum[0])
+		case slices.Contains(p.Type, "boolean"):
+			out[name] = "false"
+		case slices.Contains(p.Type, "integer"):
+			out[name] = "7"
+		case p.Type == nil: // a number: a number or a string that spells one
+			out[name] = "2.5"
+		case strings.Contains(p.Pattern, "ms|s|m|h"):
+			out[name] = "45s"
+		default:
+			out[name] = "x"
+		}
 	}
+	out["vmodule"] = "worker=5"
+	if len(out) < 20 {
+		t.Fatalf("only %d flags in values.schema.json", len(out))
+	}
+	return out
+}
+
+// Every flag values.schema.json types (cmd/probed's TestChartValuesSchema
+// keeps it equal to probed's flags, and values.yaml too), set at once: the
+// chart passes each as --name=value, and probed parses them all (with
+// -version it exits after parsing, before it checks their values). An
+// unknown flag is refused.
+func TestChartCoversEveryFlag(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "flags.no-such-flag=1").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no-such-flag") {
 		t.Errorf("helm template with flags.no-such-flag: err = %v, want the schema's refusal\n%s", err, out)
 	}
-	if t.Failed() {
-		return
-	}
-
-	// A value of each flag's type; the special ones by name.
-	sample := map[string]string{"string": "x", "int": "7", "float": "2.5", "duration": "45s", "": "false",
-		"v": "4", "vmodule": "worker=5", "log-json-info-buffer-size": "0", "log-text-info-buffer-size": "0",
-		// Enums, parsed at once: one of their values each.
-		"runtime-type": "none", "status-mode": "container-status", "probe-source": "both", "liveness-action": "event-only",
-		"probe-host-policy": "pod-ips", "tcp-probe-close": "rst"}
+	samples := flagSamples(t)
 	var sets, want []string
-	for _, f := range sortedKeys(flags) {
-		v, ok := sample[f]
-		if !ok {
-			v = sample[flags[f]]
-		}
+	for _, f := range sortedKeys(samples) {
+		v := samples[f]
 		sets = append(sets, fmt.Sprintf("flags.%s=%s", f, v))
 		arg := "--" + f + "=" + v
 		if f == "v" {
@@ -206,6 +186,30 @@ func TestChartCoversEveryFlag(t *testing.T) {
 	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
 	if err != nil {
 		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)
+	}
+}
+
+// What the schema refuses, helm refuses before anything reaches the
+// cluster: unknown keys at every level, and flag values probed would
+// refuse at start (a bad enum, a duration without its unit, a count out of
+// range, --vmodule with JSON logs).
+func TestChartSchemaRefuses(t *testing.T) {
+	t.Parallel()
+	for _, set := range [][]string{
+		{"resource.limits.cpu=1"}, {"webhook.replica=3"}, {"image.registry=x"}, {"monitoring.dashbord.enabled=true"},
+		{"affinity.nodeAfinity.x=1"}, {"tolerations[0].efect=NoSchedule"}, {"resources.limit.memory=1Gi"},
+		{"flags.runtime-type=podman"}, {"flags.status-resync=60"}, {"flags.status-resync=0s"}, {"flags.max-concurrent-execs=0"},
+		{"flags.kube-api-qps=0"}, {"flags.probe-source=Spec"}, {"flags.v=-1"}, {"flags.logging-format=xml"},
+		{"flags.logging-format=json", "flags.vmodule=worker=5"}, {"webhook.replicas=0"}, {"image.pullPolicy=Sometimes"},
+		{"webhook.certManager.issuerRef.kind=Cert"},
+	} {
+		args := []string{"template", "probed", chartDir}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		if out, err := exec.Command(helmPath(t), args...).CombinedOutput(); err == nil {
+			t.Errorf("helm template --set %v rendered:\n%.300s", set, out)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite "+PlainRulesPath+" from "+PrometheusRulePath)
+var update = flag.Bool("update", false, "rewrite the generated files: "+PlainRulesPath+" from "+PrometheusRulePath+", and the chart's copies of deploy/monitoring")
 
 // promtool runs promtool in dir, or skips the test when it is not installed
 // (hack/install-deps.sh installs Debian's prometheus package, which has it).
@@ -177,9 +177,11 @@ func TestAlertsHaveRunbooks(t *testing.T) {
 		if !anchors[anchor] {
 			t.Errorf("%s: %s has no section #%s (a heading %q)", a.Alert, DocPath, anchor, a.Alert)
 		}
-		// The adoption webhook's alerts select its own job.
-		if !strings.Contains(a.Expr, `job="probed"`) && !strings.Contains(a.Expr, `job="probed-webhook"`) {
-			t.Errorf("%s: the expression does not select job=\"probed\" (or \"probed-webhook\"): %s", a.Alert, a.Expr)
+		// The adoption webhook's alerts select its own job; those on the
+		// API server's metrics, probed's webhooks by name.
+		if !strings.Contains(a.Expr, `job="probed"`) && !strings.Contains(a.Expr, `job="probed-webhook"`) &&
+			!strings.Contains(a.Expr, `{name=~".+\\.probed\\.io"}`) {
+			t.Errorf("%s: the expression does not select job=\"probed\" (or \"probed-webhook\", or probed's webhooks by name): %s", a.Alert, a.Expr)
 		}
 	}
 }
@@ -766,5 +768,97 @@ func TestPodMonitorTokenMayGetMetrics(t *testing.T) {
 	}
 	if !granted {
 		t.Errorf("service account %v is bound to %v, which does not grant get on /metrics in deploy/scraper-roles.yaml", account, role)
+	}
+}
+
+// chartFiles are the chart's copies of deploy/monitoring's files.
+var chartFiles = map[string]string{
+	"charts/probed/files/prometheusrule.yaml":    PrometheusRulePath,
+	"charts/probed/files/grafana-dashboard.json": DashboardPath,
+}
+
+// The chart's files/ are regular files, byte for byte deploy/monitoring's:
+// a symbolic link breaks as soon as the chart directory is copied without
+// the rest of the repository (a vendored chart, a chart repository, a
+// GitOps tool's checkout of charts/probed), and helm package then fails.
+func TestChartFilesInSync(t *testing.T) {
+	for copyPath, src := range chartFiles {
+		want, err := os.ReadFile(RepoPath(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.Remove(RepoPath(copyPath)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(RepoPath(copyPath), want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		st, err := os.Lstat(RepoPath(copyPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.Mode().IsRegular() {
+			t.Errorf("%s is a %v, not a regular file", copyPath, st.Mode().Type())
+			continue
+		}
+		got, err := os.ReadFile(RepoPath(copyPath))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s; regenerate it:\n  go test ./test/monitoring/ -run 'TestPlainRulesInSync|TestChartFilesInSync' -update", copyPath, src)
+		}
+	}
+}
+
+// Adoption fails open by design, so an alert says when it does: on the API
+// server's fail-open counter, for every webhook deploy/webhook/admission.yaml
+// registers (and no other), and on the webhook certificate's expiry, from
+// the webhook's rotation and from cert-manager.
+func TestWebhookFailureAlerts(t *testing.T) {
+	f, err := LoadPlainRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]Rule{}
+	for _, a := range f.Alerts() {
+		alerts[a.Alert] = a
+	}
+	open, ok := alerts["ProbedWebhookFailingOpen"]
+	if !ok || !strings.Contains(open.Expr, "apiserver_admission_webhook_fail_open_count") {
+		t.Fatalf("no ProbedWebhookFailingOpen alert on apiserver_admission_webhook_fail_open_count: %+v", open)
+	}
+	m := regexp.MustCompile(`name=~"([^"]+)"`).FindStringSubmatch(open.Expr)
+	if m == nil {
+		t.Fatalf("ProbedWebhookFailingOpen selects no webhook names: %s", open.Expr)
+	}
+	names := regexp.MustCompile("^(?:" + strings.ReplaceAll(m[1], `\\`, `\`) + ")$")
+	var registered []string
+	for _, doc := range readYAMLDocs(t, "deploy/webhook/admission.yaml") {
+		whs, _ := doc["webhooks"].([]any)
+		for _, wh := range whs {
+			registered = append(registered, wh.(map[string]any)["name"].(string))
+		}
+	}
+	if len(registered) < 4 {
+		t.Fatalf("webhooks in deploy/webhook/admission.yaml: %v", registered)
+	}
+	for _, n := range registered {
+		if !names.MatchString(n) {
+			t.Errorf("ProbedWebhookFailingOpen misses the webhook %s", n)
+		}
+	}
+	for _, other := range []string{"inject.example.com", "probed.io.example.com"} {
+		if names.MatchString(other) {
+			t.Errorf("ProbedWebhookFailingOpen takes %s for probed's", other)
+		}
+	}
+	cert, ok := alerts["ProbedWebhookCertificateExpiring"]
+	if !ok || !strings.Contains(cert.Expr, "probed_webhook_certificate_expiry_timestamp_seconds") ||
+		!strings.Contains(cert.Expr, "certmanager_certificate_expiration_timestamp_seconds") {
+		t.Errorf("no ProbedWebhookCertificateExpiring alert on both certificate sources: %+v", cert)
 	}
 }

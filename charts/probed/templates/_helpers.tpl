@@ -29,8 +29,36 @@ app.kubernetes.io/name: probed-webhook
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
+{{/* The webhook's image: image.repository and image.tag, unless webhook.image sets its own. */}}
 {{- define "probed.webhookImage" -}}
-{{- printf "%s:%s" .Values.webhook.image.repository (.Values.webhook.image.tag | default .Chart.AppVersion) -}}
+{{- $repo := .Values.webhook.image.repository | default (printf "%s-webhook" .Values.image.repository) -}}
+{{- printf "%s:%s" $repo (.Values.webhook.image.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/*
+probed needs a privileged namespace (hostNetwork, hostPID, a hostPath). With
+access to the cluster (helm install/upgrade, not helm template), refuse a
+namespace this chart does not create that lacks the Pod Security label, or
+that does not exist yet: helm --create-namespace makes it after rendering,
+without labels.
+*/}}
+{{- define "probed.checkPodSecurity" -}}
+{{- $ns := include "probed.namespace" . -}}
+{{- $key := "pod-security.kubernetes.io/enforce" -}}
+{{- if and .Values.namespace.requirePodSecurityLabel (not .Values.namespace.create) -}}
+{{- $online := lookup "v1" "Namespace" "" "kube-system" -}}
+{{- if $online -}}
+{{- $obj := lookup "v1" "Namespace" "" $ns -}}
+{{- $fix := printf "create and label it first: kubectl create namespace %s; kubectl label namespace %s %s=privileged (or set namespace.requirePodSecurityLabel=false if your cluster's default Pod Security level is privileged)" $ns $ns $key -}}
+{{- if not $obj -}}
+{{- fail (printf "namespace %s does not exist: helm --create-namespace would create it without the %s=privileged label probed's pods need, and they would be refused; %s" $ns $key $fix) -}}
+{{- end -}}
+{{- $level := (($obj.metadata).labels | default dict | dig $key "") -}}
+{{- if ne $level "privileged" -}}
+{{- fail (printf "namespace %s has %s=%q, not privileged: probed's pods (host network and PID, a hostPath) would be refused; label it: kubectl label --overwrite namespace %s %s=privileged (or set namespace.requirePodSecurityLabel=false if your cluster's default Pod Security level is privileged)" $ns $key $level $ns $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The port of flags.metrics-bind-address. */}}

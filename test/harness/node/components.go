@@ -185,8 +185,11 @@ func (n *Node) kubeletConfig(dir string, port, healthzPort int) map[string]any {
 		"cgroupDriver":             "cgroupfs",
 		// Our own cgroup root, shared with the containerd harness, which
 		// sweeps it on Stop; /kubepods would clash with a second node.
-		"cgroupRoot":      n.state.CgroupParent,
-		"cgroupsPerQOS":   true,
+		"cgroupRoot":    n.state.CgroupParent,
+		"cgroupsPerQOS": true,
+		// Kubelets from 1.35 refuse to start on cgroup v1 (KEP-5573) unless
+		// told otherwise; these machines have only v1 controllers. Test node
+		// only: a production node should move to cgroup v2.
 		"failCgroupV1":    false,
 		"failSwapOn":      false,
 		"podLogsDir":      filepath.Join(dir, "pod-logs"),

@@ -44,8 +44,9 @@ import (
 //  4. The shadow probed wrote nothing: no probed condition, no probed field
 //     manager, no event from probed.
 //  5. The pod, converted by `probed convert` and applied with kubectl, is
-//     gated Ready by the DaemonSet's probed; the kubelet counts no probe of
-//     it; the panels list its probes as run by probed only.
+//     gated Ready by the DaemonSet's probed; the kubelet counts only the
+//     node-local probe, which convert leaves with it (probed would refuse
+//     it); the panels list the app container's probes as run by probed only.
 func TestShadowModeBesideKubelet(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -286,9 +287,18 @@ func TestShadowModeBesideKubelet(t *testing.T) {
 		}
 		return n == 3
 	})
-	if v := query(`prober_probe_total{job="kubelet", pod_uid="` + string(adopted.UID) + `"}`); len(v) != 0 {
-		t.Errorf("the kubelet probes the converted pod: %v", v)
-	}
+	// convert leaves the node-local probe, which probed would refuse, with
+	// the kubelet (and says so): the kubelet runs it and nothing else.
+	eventuallyProm("the kubelet probes only what convert left with it", func() bool {
+		v := query(`prober_probe_total{job="kubelet", pod_uid="` + string(adopted.UID) + `"}`)
+		for _, s := range v {
+			if s.Metric["container"] != "nodelocal" || s.Metric["probe_type"] != "Readiness" {
+				t.Errorf("the kubelet probes the converted pod's %s/%s", s.Metric["container"], s.Metric["probe_type"])
+				return true
+			}
+		}
+		return len(v) > 0
+	})
 }
 
 // shadowQueries are the shadow panels' queries of the dashboard, by

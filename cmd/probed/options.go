@@ -10,6 +10,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -28,6 +29,9 @@ type options struct {
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
+	// MetricsProbeDuration is --metrics-probe-duration, parsed once by
+	// worker.ParseDurationSeries.
+	MetricsProbeDuration string
 	StatusResync       time.Duration
 	KubeAPIQPS         float64
 	KubeAPIBurst       int
@@ -81,6 +85,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
+	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod.String(), "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",
+		worker.DurationSeriesValues()...)
 	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
 	flagschema.PositiveFloatVar(fs, &o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")
@@ -114,6 +120,7 @@ func (o *options) validate() error {
 	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
 	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
 	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
+	oneOf("metrics-probe-duration", o.MetricsProbeDuration, worker.DurationSeriesValues()...)
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}

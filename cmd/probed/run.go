@@ -133,6 +133,11 @@ func run(ctx context.Context, o *options) error {
 	if !o.MetricsPodUIDLabel {
 		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
 	}
+	durSeries, err := worker.ParseDurationSeries(o.MetricsProbeDuration)
+	if err != nil {
+		return fmt.Errorf("--metrics-probe-duration=%w", err)
+	}
+	metricOpts = append(metricOpts, worker.WithDurationSeries(durSeries))
 	source, err := probespec.ParseProbeSource(o.ProbeSource)
 	if err != nil {
 		return err

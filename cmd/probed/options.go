@@ -32,9 +32,9 @@ type options struct {
 	// MetricsProbeDuration is --metrics-probe-duration, parsed once by
 	// worker.ParseDurationSeries.
 	MetricsProbeDuration string
-	StatusResync       time.Duration
-	KubeAPIQPS         float64
-	KubeAPIBurst       int
+	StatusResync         time.Duration
+	KubeAPIQPS           float64
+	KubeAPIBurst         int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
 	EventQPS       float64

@@ -98,7 +98,10 @@ func seriesPerDurationMode(t *testing.T, mode string) {
 	want := perWorker*cardWorkers + durSeries
 	prober := prom.eventually("the per-pod series", count(fmt.Sprintf(`{job="probed",node=%q,__name__=~"prober_.+"}`, node)), 30*time.Second, is(want))
 	own := prom.query(count(fmt.Sprintf(`{job="probed",node=%q,__name__=~"probed_.+"}`, node)))
-	all := prom.query(count(fmt.Sprintf(`{job="probed",node=%q}`, node)))
+	// The target's own series: not the recording rules' (they keep job and
+	// node too).
+	all := prom.query(count(fmt.Sprintf(`{job="probed",node=%q,__name__!~".+:.+"}`, node)))
+	runtime := prom.query(count(fmt.Sprintf(`{job="probed",node=%q,__name__=~"go_.+|process_.+"}`, node)))
 	recorded := prom.eventually("the recorded series", count(fmt.Sprintf(`{job="probed",node=%q,__name__=~"node_namespace_probe_type:.+"}`, node)), 30*time.Second,
 		func(v promh.Vector) bool {
 			// result series: namespaces × types × successful; buckets: × 12 le.
@@ -109,8 +112,8 @@ func seriesPerDurationMode(t *testing.T, mode string) {
 			return value(v) == n
 		})
 	// One line per mode, for docs/observability.md's estimate.
-	t.Logf("SERIES mode=%s workers=%d namespaces=%d prober_*=%v probed_*=%v all=%v recorded=%v",
-		mode, cardWorkers, cardNamespaces, value(prober), value(own), value(all), value(recorded))
+	t.Logf("SERIES mode=%s workers=%d namespaces=%d prober_*=%v probed_*=%v go_*+process_*=%v all=%v recorded=%v",
+		mode, cardWorkers, cardNamespaces, value(prober), value(own), value(runtime), value(all), value(recorded))
 
 	if mode != "namespace" {
 		return

@@ -14,7 +14,11 @@
 # assembles the same image with umoci and skopeo (`make image`). Keep the two
 # in step: binary flags, user, entrypoint, env and labels.
 
-ARG GO_VERSION=1.26
+# The Go release, pinned to the patch: go.mod's toolchain line names the same
+# one (pkg/version's TestToolchainPinned holds the two together). 1.26.8 has
+# the crypto/tls and encoding/asn1 fixes; raise both when a newer patch fixes
+# something probed reaches.
+ARG GO_VERSION=1.26.8
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux

@@ -2,6 +2,8 @@ module github.com/probed-dev/probed
 
 go 1.26.6
 
+toolchain go1.26.8
+
 require (
 	github.com/containerd/containerd/api v1.12.0
 	github.com/containerd/containerd/v2 v2.4.2

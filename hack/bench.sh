@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6 benchmarks: probed's pkg/prober, pkg/worker and pkg/cri against the
-# kubelet's real probing code (k8s.io/kubernetes v1.33.13), on loopback only.
+# kubelet's real probing code (k8s.io/kubernetes v1.37.2), on loopback only.
 #
 #   hack/bench.sh                  full run (~15 min): docs/benchmarks/{results.json,README.md,*.svg,profiles/}
 #   BENCH_QUICK=1 hack/bench.sh    2-3 minute smoke:   .cache/bench/quick/
@@ -38,7 +38,7 @@ echo ">> building the benchmark binaries into $bin"
 # The kubelet's side, with its own go.mod (the kubelet's dependency versions)
 # and the version stamp a release kubelet carries (its gRPC User-Agent).
 (cd test/bench/kubelet && go build -trimpath \
-  -ldflags "-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33 -X k8s.io/component-base/version.gitVersion=v1.33.13" \
+  -ldflags "-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitVersion=v1.37.2" \
   -o "$bin/" ./cmd/kubelet-driver)
 
 args=(-bin "$bin" -repo "$root" -out "$out")

@@ -15,11 +15,16 @@ for t in "${tiers[@]}"; do
       make -s lint ;;
     unit)
       step "unit tests (race)"
-      go test -race -count=1 -cover ./... ;;
+      go test -race -count=1 -cover ./...
+      # The kubelet's own pkg/probe (k8s.io/kubernetes v1.37.2, a module of
+      # its own) and probed's prober against the same hostile servers.
+      step "kubelet parity: pkg/probe/http and pkg/probe/grpc v1.37.2 vs pkg/prober"
+      (cd test/kubeletparity && go test -count=1 ./...) ;;
     fuzz)
       step "fuzz smoke (${FUZZTIME:=20s} each)"
       go test -run='^$' -fuzz='^FuzzDeclaredProbes$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzAdopt$' -fuzztime="$FUZZTIME" ./pkg/probespec/
+      go test -run='^$' -fuzz='^FuzzApproveReach$' -fuzztime="$FUZZTIME" ./pkg/probespec/
       go test -run='^$' -fuzz='^FuzzConvert$' -fuzztime="$FUZZTIME" ./pkg/convert/
       go test -run='^$' -fuzz='^FuzzConvertText$' -fuzztime="$FUZZTIME" ./pkg/convert/
       # A count, not a duration: its inputs can each take a probe's timeout
@@ -54,15 +59,17 @@ for t in "${tiers[@]}"; do
       # The oldest supported Kubernetes minor (CI: 1.35; COMPAT_K8S="1.35 1.34 1.33"
       # for the minors past their end of life, pinned in test/tools/k8s-<minor>/go.mod):
       # the integration tests of the API surface probed relies on (readiness-gate
-      # conditions and container status through SSA, the confinement
-      # ValidatingAdmissionPolicies, the adoption webhook, delegated authn/authz,
-      # the manifests' server-side dry run) against that minor's kube-apiserver,
-      # then the node tier's core scenarios on a node of that minor (apiserver,
+      # conditions and container status through SSA, the confinement, probe-reach
+      # and webhook CA-bundle ValidatingAdmissionPolicies (CEL authorizer, optional
+      # fields), the adoption webhook, delegated authn/authz, the manifests'
+      # server-side dry run) against that minor's kube-apiserver, then the node
+      # tier's core scenarios on a node of that minor (apiserver,
       # controller-manager, scheduler and kubelet) with containerd 2.
       compat_tests='^(TestReadinessFollowsTarget|TestOthersConditionsUntouchedAndNoIdleWrites|TestContainerStatusMode'
       compat_tests+='|TestRBACAndNodeConfinement|TestConfinementSurvivesNamespaceAndPrefix'
       compat_tests+='|TestWebhookAdoptsPodsInScope|TestWebhookRefusesInvalidAnnotations'
-      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun)$'
+      compat_tests+='|TestEndpointsAuthentication|TestChartServerSideDryRun'
+      compat_tests+='|TestProbeEditNeedsExec|TestWebhookAccountChangesOnlyTheCABundle)$'
       bash hack/install-deps.sh
       bash hack/helm.sh >/dev/null
       bash hack/build-containerd.sh

@@ -19,7 +19,7 @@ func probedConvert(args []string, in io.Reader, out, errOut io.Writer) int {
 
 func newConvert(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "convert [--check] [-w] [-v] [file...]",
+		Use:   "convert [--check] [-w] [-v] [--probe-host-policy=P] [file...]",
 		Short: "Move spec probes into the probed.io/probes annotation (the same as probed convert)",
 		// convert parses its own flags, as `probed convert` does.
 		DisableFlagParsing: true,

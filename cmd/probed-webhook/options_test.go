@@ -35,6 +35,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"check interval too long for the validity", []string{"--namespace=n", "--cert-validity=1h", "--cert-check-interval=10m"}, "--cert-check-interval"},
 		{"negative propagation", []string{"--namespace=n", "--ca-propagation=-1s"}, "--ca-propagation"},
 		{"zero grace", []string{"--namespace=n", "--gate-grace=0"}, "--gate-grace"},
+		{"the nodes' host policy", []string{"--namespace=n", "--probe-host-policy=pod-ips"}, ""},
+		{"an unknown host policy", []string{"--namespace=n", "--probe-host-policy=open"}, "--probe-host-policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parsed(t, tc.args...).validate()

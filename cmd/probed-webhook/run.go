@@ -28,6 +28,7 @@ import (
 
 	probedadmission "github.com/probed-dev/probed/pkg/admission"
 	"github.com/probed-dev/probed/pkg/gatewatch"
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/servingcert"
 	"github.com/probed-dev/probed/pkg/version"
 )
@@ -36,6 +37,7 @@ import (
 const (
 	adoptPath    = "/adopt"
 	validatePath = "/validate"
+	approvePath  = "/approve-reach"
 )
 
 // run wires the webhook's parts together and blocks until ctx ends. It
@@ -62,7 +64,7 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	tlsOpts := []func(*tls.Config){serveTLS}
 	ready := []healthz.Checker{}
 	if o.ManageCerts {
 		rot, err := servingcert.New(servingcert.Options{
@@ -84,8 +86,11 @@ func run(ctx context.Context, o *options) error {
 	metrics := probedadmission.NewMetrics(reg)
 	version.RegisterBuildInfo(reg, "probed_webhook")
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
-	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, Metrics: metrics}})
+	hostPolicy, _ := prober.ParseHostPolicy(o.ProbeHostPolicy) // validated
+	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: hostPolicy, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
+	server.Register(approvePath, &admission.Webhook{Handler: &probedadmission.ReachApprover{ExcludedNamespaces: o.excludedNamespaces(),
+		Access: probedadmission.SubjectAccessReviews{Client: client.AuthorizationV1().SubjectAccessReviews()}, Metrics: metrics}})
 	ready = append(ready, server.StartedChecker())
 	g.Go(func() error { return server.Start(ctx) })
 
@@ -98,23 +103,33 @@ func run(ctx context.Context, o *options) error {
 		defer factory.Shutdown()
 	}
 
-	if o.MetricsAddr != "0" {
-		mo := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
-		if o.MetricsSecure {
-			mo.FilterProvider = filters.WithAuthenticationAndAuthorization
-		}
-		httpClient, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return err
-		}
-		ms, err := metricsserver.NewServer(mo, cfg, httpClient)
-		if err != nil {
-			return err
-		}
+	// "0" turns the metrics server off: NewServer then returns none.
+	mo := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure, TLSOpts: []func(*tls.Config){serveTLS}}
+	if o.MetricsSecure {
+		mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	ms, err := metricsserver.NewServer(mo, cfg, httpClient)
+	if err != nil {
+		return err
+	}
+	if ms != nil {
 		g.Go(func() error { return ms.Start(ctx) })
 	}
 	g.Go(func() error { return serveHealth(ctx, o.HealthAddr, ready) })
 	return g.Wait()
+}
+
+// serveTLS is the TLS both servers offer: TLS 1.2 or newer, and HTTP/1.1
+// only. controller-runtime offers HTTP/2 by default; the API server needs
+// none of it, and turning it off removes the HTTP/2 class of attacks
+// (rapid reset, CVE-2023-44487), as probed's own endpoints do.
+func serveTLS(c *tls.Config) {
+	c.MinVersion = tls.VersionTLS12
+	c.NextProtos = []string{"http/1.1"}
 }
 
 // serveHealth serves /healthz (the process is up) and /readyz (every check

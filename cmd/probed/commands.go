@@ -20,7 +20,9 @@ func runSubcommand(name string, args []string, stdin io.Reader, stdout, stderr i
 	switch name {
 	case "convert":
 		return convert.Command{Name: "probed convert", Stdin: stdin, Stdout: stdout, Stderr: stderr}.Run(args)
+	case "approved-reach":
+		return approvedReach(args, stdin, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "probed: unknown command %q; the commands are: convert (or run the daemon with flags: probed --help)\n", name)
+	fmt.Fprintf(stderr, "probed: unknown command %q; the commands are: convert, approved-reach (or run the daemon with flags: probed --help)\n", name)
 	return 2
 }

@@ -5,12 +5,26 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/probed-dev/probed/internal/flagschema"
+	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/worker"
+)
+
+// runtimeType is --runtime-type: one of pkg/cri's types, or none.
+type runtimeType string
+
+// livenessAction is --liveness-action: what a liveness or startup failure does.
+type livenessAction string
+
+const (
+	livenessRestart   livenessAction = "restart"
+	livenessEventOnly livenessAction = "event-only"
 )
 
 // options are the daemon's flags; validate checks them all in one place.
@@ -18,35 +32,40 @@ type options struct {
 	NodeName           string
 	Kubeconfig         string
 	RuntimeEndpoint    string
-	RuntimeType        string
+	RuntimeType        runtimeType
 	ContainerdNS       string
-	StatusMode         string
-	ProbeSource        string
+	StatusMode         status.Mode
+	ProbeSource        probespec.ProbeSource
 	DryRun             bool
 	MetricsAddr        string
-	LivenessAction     string
+	LivenessAction     livenessAction
 	MaxConcurrentExecs int
+	// MaxConcurrentExecsPerPod is one pod's share of those slots.
+	MaxConcurrentExecsPerPod int
+	// ExecSlotMaxHold is how long an exec keeps its slot while others
+	// wait; 0 is for ever.
+	ExecSlotMaxHold time.Duration
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
-	// MetricsProbeDuration is --metrics-probe-duration, parsed once by
-	// worker.ParseDurationSeries.
-	MetricsProbeDuration string
-	StatusResync         time.Duration
-	KubeAPIQPS           float64
-	KubeAPIBurst         int
+	// MetricsProbeDuration is --metrics-probe-duration.
+	MetricsProbeDuration worker.DurationSeries
+	StatusResync       time.Duration
+	KubeAPIQPS         float64
+	KubeAPIBurst       int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
-	EventQPS       float64
-	EventBurst     int
-	ProbeUserAgent string
+	EventQPS   float64
+	EventBurst int
+	// AuthReviewQPS and AuthReviewBurst limit the client of the endpoints'
+	// TokenReviews and SubjectAccessReviews, also apart from status writes.
+	AuthReviewQPS   float64
+	AuthReviewBurst int
+	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
-	ProbeHostPolicy string
+	ProbeHostPolicy prober.HostPolicy
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
-	TCPProbeClose string
-	// ProbeFastPaths is --probe-fast-paths: false sends every HTTP and gRPC
-	// probe through net/http and grpc-go, as the kubelet does.
-	ProbeFastPaths bool
+	TCPProbeClose prober.TCPCloseMode
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -62,65 +81,59 @@ type options struct {
 	TLSCertFile, TLSKeyFile string
 	// ProbeResultChangeEvents is --probe-result-change-events.
 	ProbeResultChangeEvents bool
+	// RequireApprovedReach is --require-approved-reach (docs/security.md).
+	RequireApprovedReach bool
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
-	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", "auto", "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
-		"auto", "containerd-cri", "containerd", "cri", "none")
+	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
+		cri.TypeAuto, cri.TypeContainerdCRI, cri.TypeNative, cri.TypeCRI, cri.TypeNone)
 	fs.StringVar(&o.ContainerdNS, "containerd-namespace", "k8s.io", "containerd namespace of the kubelet's containers")
-	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", "conditions", "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
-		"conditions", "container-status")
-	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", "annotation", "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
-		"annotation", "spec", "both")
+	flagschema.EnumVar(fs, &o.StatusMode, "status-mode", status.ModeConditions, "how results reach the API server: conditions (probed's own pod conditions) or container-status (containerStatuses ready/started)",
+		status.ModeConditions, status.ModeContainerStatus)
+	flagschema.EnumVar(fs, &o.ProbeSource, "probe-source", probespec.ProbeSourceAnnotation, "where probes come from: annotation (probed.io/probes), spec (the pod spec's probe fields) or both",
+		probespec.ProbeSourceAnnotation, probespec.ProbeSourceSpec, probespec.ProbeSourceBoth)
 	fs.BoolVar(&o.DryRun, "dry-run", false, "probe and record metrics, logs and /debug/probes, but write no status, emit no events and kill nothing")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":9809", "address for /metrics, /healthz, /readyz and /debug/probes")
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
-	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", "restart", "what a liveness or startup failure does: restart (stop the container) or event-only",
-		"restart", "event-only")
+	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
+		livenessRestart, livenessEventOnly)
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
+	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
-	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod.String(), "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",
+	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod, "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",
 		worker.DurationSeriesValues()...)
 	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
 	flagschema.PositiveFloatVar(fs, &o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")
 	flagschema.PositiveFloatVar(fs, &o.EventQPS, "event-qps", 10, "event creation rate limit; events have a client of their own, so they never take from status writes' --kube-api-qps")
 	flagschema.IntVar(fs, &o.EventBurst, "event-burst", 20, 1, "event creation burst")
-	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "1.34", "the <major>.<minor> in the probes' User-Agent: kube-probe/<major>.<minor>")
-	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", "deny-node-local", "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
-		"deny-node-local", "pod-ips", "kubelet")
-	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", "fin", "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
-		"fin", "rst")
-	fs.BoolVar(&o.ProbeFastPaths, "probe-fast-paths", true, "run plain-http httpGet and grpc probes on probed's one-goroutine fast paths (the same bytes on the wire, one request per probe, less CPU); false sends them through net/http and grpc-go, as the kubelet does")
+	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
+	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
+	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, read at start ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
+	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", prober.HostPolicyDenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
+		prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs, prober.HostPolicyKubelet)
+	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
+		prober.TCPCloseFIN, prober.TCPCloseRST)
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
+	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 
 func (o *options) validate() error {
 	var errs []error
-	oneOf := func(flagName, v string, allowed ...string) {
-		if !slices.Contains(allowed, v) {
-			errs = append(errs, fmt.Errorf("--%s=%q: must be one of %v", flagName, v, allowed))
-		}
-	}
 	if o.NodeName == "" {
 		errs = append(errs, errors.New("--node-name is required (or set NODE_NAME from the downward API)"))
 	}
-	oneOf("runtime-type", o.RuntimeType, "auto", "containerd-cri", "containerd", "cri", "none")
-	oneOf("status-mode", o.StatusMode, "conditions", "container-status")
-	oneOf("probe-source", o.ProbeSource, "annotation", "spec", "both")
-	oneOf("liveness-action", o.LivenessAction, "restart", "event-only")
-	oneOf("probe-host-policy", o.ProbeHostPolicy, "deny-node-local", "pod-ips", "kubelet")
-	oneOf("tcp-probe-close", o.TCPProbeClose, "fin", "rst")
-	oneOf("metrics-probe-duration", o.MetricsProbeDuration, worker.DurationSeriesValues()...)
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
 	}
@@ -141,6 +154,12 @@ func (o *options) validate() error {
 	if o.MaxConcurrentExecs < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-execs=%d: must be at least 1", o.MaxConcurrentExecs))
 	}
+	if o.MaxConcurrentExecsPerPod < 1 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-execs-per-pod=%d: must be at least 1", o.MaxConcurrentExecsPerPod))
+	}
+	if o.ExecSlotMaxHold < 0 {
+		errs = append(errs, fmt.Errorf("--exec-slot-max-hold=%v: must be 0 (no limit) or positive", o.ExecSlotMaxHold))
+	}
 	if o.StatusResync <= 0 {
 		errs = append(errs, fmt.Errorf("--status-resync=%v: must be positive", o.StatusResync))
 	}
@@ -149,6 +168,9 @@ func (o *options) validate() error {
 	}
 	if o.EventQPS <= 0 || o.EventBurst < 1 {
 		errs = append(errs, errors.New("--event-qps and --event-burst must be positive"))
+	}
+	if o.AuthReviewQPS <= 0 || o.AuthReviewBurst < 1 {
+		errs = append(errs, errors.New("--auth-review-qps and --auth-review-burst must be positive"))
 	}
 	return errors.Join(errs...)
 }

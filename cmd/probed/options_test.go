@@ -7,6 +7,11 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/status"
 )
 
 func parse(t *testing.T, args ...string) *options {
@@ -28,7 +33,7 @@ func TestOptionDefaultsMatchContract(t *testing.T) {
 	}
 	want := map[string]string{
 		"node-name": o.NodeName, "runtime-endpoint": o.RuntimeEndpoint, "containerd-namespace": o.ContainerdNS,
-		"status-mode": o.StatusMode, "probe-source": o.ProbeSource, "metrics-bind-address": o.MetricsAddr,
+		"status-mode": string(o.StatusMode), "probe-source": string(o.ProbeSource), "metrics-bind-address": o.MetricsAddr,
 	}
 	for name, got := range map[string]string{
 		"node-name": "node-a", "runtime-endpoint": "unix:///run/containerd/containerd.sock", "containerd-namespace": "k8s.io",
@@ -38,7 +43,7 @@ func TestOptionDefaultsMatchContract(t *testing.T) {
 			t.Errorf("--%s default = %q, want %q", name, want[name], got)
 		}
 	}
-	if o.DryRun || o.LivenessAction != "restart" {
+	if o.DryRun || o.LivenessAction != livenessRestart {
 		t.Errorf("dry-run=%v liveness-action=%q", o.DryRun, o.LivenessAction)
 	}
 }
@@ -54,13 +59,46 @@ func TestOptionValidation(t *testing.T) {
 	for _, arg := range []string{"--status-mode=bogus", "--probe-source=x", "--max-concurrent-execs=0", "--liveness-action=nope",
 		"--runtime-type=podman", "--probe-host-policy=any", "--tcp-probe-close=half", "--status-resync=60", "--status-resync=0s",
 		"--kube-api-qps=0", "--kube-api-burst=0", "--event-burst=0", "--liveness-restart-budget=-1", "--liveness-workload-guard-max-pause=-1m"} {
-		fs := flag.NewFlagSet("probed", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		(&options{}).addFlags(fs)
 		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		if err := fs.Parse([]string{arg}); err == nil || !strings.Contains(err.Error(), name) {
+		if err := parseError(arg); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v, want it refused", arg, err)
 		}
+	}
+}
+
+// parseError parses args and returns the parse error.
+func parseError(args ...string) error {
+	fs := flag.NewFlagSet("probed", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	(&options{}).addFlags(fs)
+	return fs.Parse(args)
+}
+
+// TestEnumFlagsParseOnce: every enum flag takes only its values, at parse
+// time, case-sensitively, and names the flag and the values it takes.
+func TestEnumFlagsParseOnce(t *testing.T) {
+	for _, tc := range []struct{ flag, bad, want string }{
+		{"runtime-type", "CRI", `["auto" "containerd-cri" "containerd" "cri" "none"]`},
+		{"status-mode", "bogus", `["conditions" "container-status"]`},
+		{"probe-source", "x", `["annotation" "spec" "both"]`},
+		{"liveness-action", "nope", `["restart" "event-only"]`},
+		{"tcp-probe-close", "RST", `["fin" "rst"]`},
+		{"probe-host-policy", "Kubelet", `["deny-node-local" "pod-ips" "kubelet"]`},
+	} {
+		err := parseError("--" + tc.flag + "=" + tc.bad)
+		if err == nil || !strings.Contains(err.Error(), "-"+tc.flag) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--%s=%s: %v; want an error naming the flag and %s", tc.flag, tc.bad, err, tc.want)
+		}
+	}
+	t.Setenv("NODE_NAME", "node-a")
+	o := parse(t, "--runtime-type=none", "--status-mode=container-status", "--probe-source=both", "--liveness-action=event-only",
+		"--tcp-probe-close=rst", "--probe-host-policy=pod-ips")
+	if o.RuntimeType != cri.TypeNone || o.StatusMode != status.ModeContainerStatus || o.ProbeSource != probespec.ProbeSourceBoth ||
+		o.LivenessAction != livenessEventOnly || o.TCPProbeClose != prober.TCPCloseRST || o.ProbeHostPolicy != prober.HostPolicyPodIPs {
+		t.Errorf("parsed %+v", o)
+	}
+	if err := o.validate(); err != nil {
+		t.Error(err)
 	}
 }
 

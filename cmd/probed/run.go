@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,7 +27,6 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -47,16 +45,14 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	// Events and the endpoints' reviews get clients, and rate limits, of
+	// their own: neither an event storm nor made-up bearer tokens may delay
+	// status writes.
+	clients, err := newAPIClients(cfg, o)
 	if err != nil {
-		return fmt.Errorf("building the API client: %w", err)
+		return err
 	}
-	// Events get a client, and a rate limit, of their own, as the kubelet's
-	// do: an event storm must not delay status writes.
-	eventClient, err := kubernetes.NewForConfig(eventConfig(cfg, o))
-	if err != nil {
-		return fmt.Errorf("building the events API client: %w", err)
-	}
+	client, eventClient := clients.status, clients.events
 	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
 		return err
 	}
@@ -79,23 +75,20 @@ func run(ctx context.Context, o *options) error {
 		informers.WithTransform(manager.StripManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 
-	hostPolicy, err := prober.ParseHostPolicy(o.ProbeHostPolicy)
-	if err != nil {
-		return err
-	}
-	tcpClose, err := prober.ParseTCPCloseMode(o.TCPProbeClose)
-	if err != nil {
-		return err
-	}
-	hostGuard := prober.NewHostGuard(hostPolicy, prober.HostGuardOptions{
+	hostGuard := prober.NewHostGuard(o.ProbeHostPolicy, prober.HostGuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
+	// The kubelet's User-Agent carries its own version: follow the node's.
+	userAgentVersion := o.ProbeUserAgent
+	if userAgentVersion == "" {
+		userAgentVersion = manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion)
+	}
 
 	// The restart guard: a node-wide budget and the per-workload guard in
 	// front of the runtime killer, when probed restarts containers at all.
 	restartMetrics := restartguard.NewMetrics(reg)
 	var workloads *restartguard.Workloads
-	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == "restart" {
+	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == livenessRestart {
 		owned, err := restartguard.IndexByController(podInformer)
 		if err != nil {
 			return err
@@ -112,9 +105,9 @@ func run(ctx context.Context, o *options) error {
 		defer broadcaster.Shutdown()
 		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
 		// A preStop hook is part of a kill: it never queues behind probes.
-		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, Recorder: recorder})
-		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == "event-only"}
-		if o.LivenessAction == "restart" {
+		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, Recorder: recorder})
+		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
+		if o.LivenessAction == livenessRestart {
 			killer = &restartguard.Killer{
 				Inner:     killer,
 				Budget:    restartguard.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
@@ -129,25 +122,16 @@ func run(ctx context.Context, o *options) error {
 		liveness = workloads
 	}
 
-	var metricOpts []worker.MetricsOption
+	metricOpts := []worker.MetricsOption{worker.WithDurationSeries(o.MetricsProbeDuration)}
 	if !o.MetricsPodUIDLabel {
 		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
-	}
-	durSeries, err := worker.ParseDurationSeries(o.MetricsProbeDuration)
-	if err != nil {
-		return fmt.Errorf("--metrics-probe-duration=%w", err)
-	}
-	metricOpts = append(metricOpts, worker.WithDurationSeries(durSeries))
-	source, err := probespec.ParseProbeSource(o.ProbeSource)
-	if err != nil {
-		return err
 	}
 	// The status writer and the manager read pods from the same cache.
 	var mgr *manager.Manager
 	writer, err := status.NewWriter(status.Options{
 		Client:  client,
 		Pods:    podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
-		Mode:    status.Mode(o.StatusMode),
+		Mode:    o.StatusMode,
 		DryRun:  o.DryRun,
 		Resync:  o.StatusResync,
 		Metrics: status.NewMetrics(reg),
@@ -157,35 +141,32 @@ func run(ctx context.Context, o *options) error {
 	}
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
-		Source:    source,
-		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: o.ProbeUserAgent, HostGuard: hostGuard, TCPClose: tcpClose, DisableFastPaths: !o.ProbeFastPaths}),
+		Source:    o.ProbeSource,
+		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
 		Killer:    killer,
 		HostGuard: hostGuard,
 		Liveness:  liveness,
 		Recorder:  recorder,
 		Status:    writer,
-		Seeds:     status.SeedsFor(status.Mode(o.StatusMode)),
+		Seeds:     status.SeedsFor(o.StatusMode),
 		// In container-status mode probed writes ready itself; no gate.
-		RequireReadinessGate: o.StatusMode == string(status.ModeConditions),
+		RequireReadinessGate: o.StatusMode == status.ModeConditions,
 		WorkerMetrics:        worker.NewMetrics(reg, metricOpts...),
 		Metrics:              manager.NewMetrics(reg),
 		Clock:                clock.RealClock{},
 		DaemonStart:          start,
 		// Off by default: one more event per flip, beside Unhealthy.
-		ResultChangeEvents: o.ProbeResultChangeEvents,
+		ResultChangeEvents:   o.ProbeResultChangeEvents,
+		RequireApprovedReach: o.RequireApprovedReach,
 	})
 	if err != nil {
 		return err
 	}
 
 	// /metrics and /debug/ ask the API server who may read them.
-	var endpointAuth *endpoints.Auth
-	if !o.MetricsInsecure {
-		a, err := endpoints.DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
-		if err != nil {
-			return err
-		}
-		endpointAuth = &a
+	auth, err := endpointAuth(clients, o)
+	if err != nil {
+		return err
 	}
 
 	// Shutdown order: stop the workers first, then let the writer flush what
@@ -206,7 +187,7 @@ func run(ctx context.Context, o *options) error {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
 			Addr:     o.MetricsAddr,
 			Gatherer: reg,
-			Auth:     endpointAuth,
+			Auth:     auth,
 			Insecure: o.MetricsInsecure,
 			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
 				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},
@@ -266,15 +247,16 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 	return ec
 }
 
-// newRuntime connects to the container runtime behind the exec cap. A runtime
+// newRuntime connects to the container runtime behind the owner check and
+// the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
 func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimited(cri.None(), o.MaxConcurrentExecs, cri.NewMetrics(reg)), nil
+		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
 	}
-	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: o.RuntimeType}
+	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: string(o.RuntimeType)}
 	rt, err := cri.New(ctx, opts)
 	if err != nil && o.RuntimeType == cri.TypeAuto {
 		klog.ErrorS(err, "Could not detect the runtime; using the containerd client until it answers", "endpoint", o.RuntimeEndpoint)
@@ -284,9 +266,25 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	l := cri.NewLimited(rt, o.MaxConcurrentExecs, cri.NewMetrics(reg))
+	m := cri.NewMetrics(reg)
+	// Execs and stops reach only the container the probe serves, whatever
+	// ID the pod's status names; under the cap, so hooks are checked too.
+	verified, err := cri.NewVerified(rt, m)
+	if err != nil {
+		return nil, err
+	}
+	l := cri.NewLimitedWith(verified, limitOptions(o, m))
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}
 	return l, nil
+}
+
+// limitOptions are the exec slots' flags.
+func limitOptions(o *options, m *cri.Metrics) cri.LimitOptions {
+	hold := o.ExecSlotMaxHold
+	if hold == 0 {
+		hold = -1 // the flag's 0 is "no limit"
+	}
+	return cri.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
 }

@@ -24,38 +24,46 @@ type Enum interface {
 	Allowed() []string
 }
 
-// enumValue is a string flag that refuses anything not in allowed.
-type enumValue struct {
-	p       *string
-	allowed []string
+// enumValue is a string flag, of any string type, that refuses anything
+// not in allowed: parsed once, so the code after it compares typed
+// constants, never flag strings.
+type enumValue[T ~string] struct {
+	p       *T
+	allowed []T
 }
 
 // EnumVar defines a string flag that must be one of allowed.
-func EnumVar(fs *flag.FlagSet, p *string, name, value, usage string, allowed ...string) {
+func EnumVar[T ~string](fs *flag.FlagSet, p *T, name string, value T, usage string, allowed ...T) {
 	*p = value
-	fs.Var(&enumValue{p: p, allowed: allowed}, name, usage)
+	fs.Var(&enumValue[T]{p: p, allowed: allowed}, name, usage)
 }
 
-func (v *enumValue) String() string {
+func (v *enumValue[T]) String() string {
 	if v == nil || v.p == nil {
 		return ""
 	}
-	return *v.p
+	return string(*v.p)
 }
 
-func (v *enumValue) Set(s string) error {
-	if !slices.Contains(v.allowed, s) {
+func (v *enumValue[T]) Set(s string) error {
+	if !slices.Contains(v.allowed, T(s)) {
 		return fmt.Errorf("must be one of %q", v.allowed)
 	}
-	*v.p = s
+	*v.p = T(s)
 	return nil
 }
 
 // Type names the value in pflag's help.
-func (v *enumValue) Type() string { return "string" }
+func (v *enumValue[T]) Type() string { return "string" }
 
 // Allowed implements Enum.
-func (v *enumValue) Allowed() []string { return slices.Clone(v.allowed) }
+func (v *enumValue[T]) Allowed() []string {
+	out := make([]string, len(v.allowed))
+	for i, a := range v.allowed {
+		out[i] = string(a)
+	}
+	return out
+}
 
 // intValue is an int flag with a lower bound.
 type intValue struct {

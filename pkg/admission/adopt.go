@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -36,10 +37,16 @@ import (
 //   - it never patches a pod of probed's own, of an excluded namespace, or
 //     one opted out with probed.io/inject: "false";
 //   - a malformed annotation is refused with the daemon's InvalidProbe
-//     text, rather than admitted and reported after scheduling.
+//     text, rather than admitted and reported after scheduling;
+//   - a probe probed would not run as the kubelet does stays in the spec,
+//     untouched, and the response carries a warning that names it and says
+//     why (probespec's adoption rules, judged on the object as sent).
 type Adopter struct {
-	Scope   Scope
-	Metrics *Metrics
+	Scope Scope
+	// HostPolicy is the nodes' --probe-host-policy: a probe whose host it
+	// refuses on every node stays with the kubelet.
+	HostPolicy prober.HostPolicy
+	Metrics    *Metrics
 }
 
 var _ admission.Handler = (*Adopter)(nil)
@@ -67,16 +74,54 @@ func (a *Adopter) handle(req admission.Request) (admission.Response, string) {
 		return admission.Allowed(why), OutcomeSkipped
 	}
 	adopted := pod.DeepCopy()
-	adoption, err := probespec.Adopt(&adopted.ObjectMeta, &adopted.Spec)
+	adoption, err := probespec.AdoptWith(&adopted.ObjectMeta, &adopted.Spec, probespec.AdoptOptions{
+		HostPolicy: a.HostPolicy,
+		RawSpec:    rawSpec(req.Object.Raw),
+	})
 	if err != nil {
 		klog.V(2).InfoS("Refusing a pod with a malformed probes annotation", "pod", podRef(ns, pod), "problem", err.Error())
 		return invalid(err.Error()), OutcomeDenied
 	}
+	warnings := leftWarnings(adoption.Left)
+	if len(adoption.Left) > 0 {
+		klog.V(2).InfoS("Leaving probes with the kubelet", "pod", podRef(ns, pod), "left", warnings)
+		a.Metrics.left(adoption.Left)
+	}
 	if !adoption.Changed() {
-		return admission.Allowed("nothing to adopt"), OutcomeUnchanged
+		return admission.Allowed("nothing to adopt").WithWarnings(warnings...), OutcomeUnchanged
 	}
 	klog.V(2).InfoS("Adopting probes", "pod", podRef(ns, pod), "moved", adoption.Moved, "kept", adoption.Kept, "gateAdded", adoption.GateAdded)
-	return admission.Patched("probes adopted by probed", podPatch(pod, adopted)...), OutcomeAdopted
+	return admission.Patched("probes adopted by probed", podPatch(pod, adopted)...).WithWarnings(warnings...), OutcomeAdopted
+}
+
+// rawSpec is the "spec" of the object as sent, for the adoption rules'
+// comparison with what the typed decode kept; nil if there is none.
+func rawSpec(raw []byte) []byte {
+	var obj struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil
+	}
+	return obj.Spec
+}
+
+// maxWarningRunes is what the API server passes on of one warning whole
+// (k8s.io/apiserver truncates longer ones once the total is large).
+const maxWarningRunes = 256
+
+// leftWarnings words each probe left with the kubelet as one admission
+// warning, e.g. `probed: app/livenessProbe stays with the kubelet: ...`.
+func leftWarnings(left []probespec.Left) []string {
+	out := make([]string, 0, len(left))
+	for _, l := range left {
+		w := []rune("probed: " + l.String())
+		if len(w) > maxWarningRunes {
+			w = append(w[:maxWarningRunes-1], '…')
+		}
+		out = append(out, string(w))
+	}
+	return out
 }
 
 // invalid is a refusal with the 422 Invalid status the API server gives

@@ -12,7 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -80,16 +82,8 @@ func TestAdopterPatchesWhatAdoptChanges(t *testing.T) {
 func TestAdopterKeepsUnknownFields(t *testing.T) {
 	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","futureMeta":"x"},
 	  "spec":{"futureSpec":{"a":1},"containers":[{"name":"app","image":"app","futureContainer":true,
-	    "readinessProbe":{"exec":{"command":["true"]},"futureProbe":7}}],"readinessGates":[{"conditionType":"other","futureGate":1}]}}`)
-	resp := newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
-	if !resp.Allowed {
-		t.Fatalf("denied: %v", resp.Result)
-	}
-	var got map[string]any
-	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
-		t.Fatal(err)
-	}
-	s := string(mustJSON(t, got))
+	    "readinessProbe":{"exec":{"command":["true"]}}}],"readinessGates":[{"conditionType":"other","futureGate":1}]}}`)
+	_, s := admitRaw(t, newAdopter(prometheus.NewRegistry()), raw)
 	for _, keep := range []string{`"futureMeta":"x"`, `"futureSpec":{"a":1}`, `"futureContainer":true`, `"futureGate":1`} {
 		if !strings.Contains(s, keep) {
 			t.Errorf("lost %s: %s", keep, s)
@@ -100,6 +94,81 @@ func TestAdopterKeepsUnknownFields(t *testing.T) {
 	}
 	if !strings.Contains(s, `{"conditionType":"probed.io/ready"}`) {
 		t.Errorf("no gate appended: %s", s)
+	}
+}
+
+// admitRaw runs a pod create as sent through a, and returns the response
+// and the object it patches, as compact JSON.
+func admitRaw(t *testing.T, a *Adopter, raw []byte) (admission.Response, string) {
+	t.Helper()
+	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", raw, nil))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(applyPatch(t, raw, resp), &got); err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(mustJSON(t, got))
+}
+
+// A probe carrying a field this build does not know (invented here) stays
+// in the spec exactly as sent, with a warning that names the field; the
+// pod's other probes still move. The webhook compares the JSON as sent with
+// what its types keep: its typed decode drops the field silently.
+func TestAdopterLeavesProbesWithUnknownFieldsUntouched(t *testing.T) {
+	raw := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"app","image":"app",
+	  "livenessProbe":{"httpGet":{"port":8080,"path":"/healthz","probedTestOnlyWire":"h9"},"periodSeconds":3},
+	  "readinessProbe":{"exec":{"command":["true"]}}}]}}`)
+	a := newAdopter(prometheus.NewRegistry())
+	resp, s := admitRaw(t, a, raw)
+	if !strings.Contains(s, `"livenessProbe":{"httpGet":{"path":"/healthz","port":8080,"probedTestOnlyWire":"h9"},"periodSeconds":3}`) {
+		t.Errorf("the liveness probe did not stay as sent: %s", s)
+	}
+	if strings.Contains(s, `"readinessProbe":{`) { // in the spec; the annotation's is escaped
+		t.Errorf("the readiness probe did not move: %s", s)
+	}
+	want := `probed: app/livenessProbe stays with the kubelet: it sets "httpGet.probedTestOnlyWire", which this build of probed does not know`
+	if len(resp.Warnings) != 1 || resp.Warnings[0] != want {
+		t.Errorf("warnings %q, want [%q]", resp.Warnings, want)
+	}
+	if n := testutil.ToFloat64(a.Metrics.leftProbes.WithLabelValues("liveness")); n != 1 {
+		t.Errorf("probed_webhook_probes_left_total{probe_type=liveness} = %v, want 1", n)
+	}
+}
+
+// The adoption rules reach the response: each probe left with the kubelet
+// is one warning, also when nothing else changes.
+func TestAdopterWarnsForEveryProbeLeft(t *testing.T) {
+	pod := webPod()
+	pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+	pod.Spec.InitContainers[1].StartupProbe = execProbe("true")
+	a := newAdopter(prometheus.NewRegistry())
+	a.HostPolicy = prober.HostPolicyPodIPs
+	pod.Spec.Containers[0].ReadinessProbe.HTTPGet.Host = "10.0.0.1"
+	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	var left []string
+	for _, w := range resp.Warnings {
+		probe, _, ok := strings.Cut(strings.TrimPrefix(w, "probed: "), " stays with the kubelet: ")
+		if !ok {
+			t.Errorf("warning %q", w)
+		}
+		left = append(left, probe)
+	}
+	want := []string{"proxy/startupProbe", "app/livenessProbe", "app/readinessProbe", "app/startupProbe"}
+	if strings.Join(left, ",") != strings.Join(want, ",") {
+		t.Errorf("warnings for %v, want %v (%q)", left, want, resp.Warnings)
+	}
+
+	// Nothing left to move, still said.
+	only := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyOnFailure,
+		Containers: []v1.Container{{Name: "app", Image: "app", LivenessProbe: execProbe("true")}}}}
+	resp = newAdopter(prometheus.NewRegistry()).Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, only), nil))
+	if !resp.Allowed || len(resp.Patches) != 0 || len(resp.Warnings) != 1 {
+		t.Errorf("allowed=%v patches=%d warnings %q", resp.Allowed, len(resp.Patches), resp.Warnings)
 	}
 }
 
@@ -139,6 +208,8 @@ func TestAdopterLeavesAlone(t *testing.T) {
 	optedOut.Annotations = map[string]string{probespec.InjectAnnotation: "False"}
 	own := webPod()
 	own.Labels[NameLabel] = "probed"
+	mirror := webPod()
+	mirror.Annotations = map[string]string{v1.MirrorPodAnnotationKey: "abc123"}
 	for _, tc := range []struct {
 		name string
 		op   admissionv1.Operation
@@ -151,6 +222,7 @@ func TestAdopterLeavesAlone(t *testing.T) {
 		{"probed's own pod", admissionv1.Create, "apps", own, "probed's own pod"},
 		{"opted out", admissionv1.Create, "apps", optedOut, "opted out"},
 		{"an update", admissionv1.Update, "apps", webPod(), "not a pod being created"},
+		{"a mirror pod", admissionv1.Create, "apps", mirror, "a mirror pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()

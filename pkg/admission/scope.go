@@ -3,6 +3,7 @@ package admission
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probed-dev/probed/pkg/probespec"
@@ -37,6 +38,10 @@ func (s Scope) skip(ns string, meta *metav1.ObjectMeta) string {
 		return "probed's own pod"
 	case probespec.OptedOut(meta):
 		return "opted out"
+	case meta.Annotations[v1.MirrorPodAnnotationKey] != "":
+		// The kubelet runs a static pod's probes from its manifest, not
+		// from the mirror pod: adopting it would run them twice.
+		return "a mirror pod"
 	}
 	return ""
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // Exit codes of Command.Run.
@@ -49,8 +51,10 @@ func (c Command) Run(args []string) int {
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
 	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
+	hostPolicy := prober.HostPolicyDenyNodeLocal
+	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
 	fs.Usage = func() {
-		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [file...]
+		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
@@ -59,7 +63,10 @@ a pod template at spec.template, spec.jobTemplate.spec.template or template,
 such as a CloneSet or a Rollout) into the probed.io/probes annotation and adds
 the probed.io/ready readiness gate, as the adoption webhook does. Everything
 else in the YAML is left as it was; objects without a pod template are named
-on stderr. A probe the daemon would refuse (InvalidProbe) stops it, exit 2.
+on stderr. A probe probed would not run as the kubelet does (docs/webhook.md
+lists the cases) stays in the spec, and a line on stderr says which and why.
+A probe in the annotation the daemon would refuse (InvalidProbe) stops it,
+exit 2.
 Reads stdin when no file is named (or the file is "-"), writes stdout.
 
   %[1]s < deploy.yaml > deploy.probed.yaml
@@ -83,7 +90,7 @@ Flags:
 		files = []string{"-"}
 	}
 
-	inputs, failed := c.convertAll(files)
+	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy})
 	if failed {
 		return ExitError
 	}
@@ -93,6 +100,11 @@ Flags:
 			changed = changed || o.Changed()
 			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
+			}
+			if o.Skipped == "" {
+				for _, l := range o.Adoption.Left {
+					fmt.Fprintf(c.Stderr, "%s: document %d, %s (%s): %s\n", in.name, o.Document, o.Object, o.Template, l)
+				}
 			}
 		}
 		for _, d := range in.res.Reemitted {
@@ -136,7 +148,7 @@ Flags:
 }
 
 // convertAll reads and converts every input, reporting every error.
-func (c Command) convertAll(files []string) ([]input, bool) {
+func (c Command) convertAll(files []string, o Options) ([]input, bool) {
 	var inputs []input
 	failed := false
 	for _, f := range files {
@@ -157,7 +169,7 @@ func (c Command) convertAll(files []string) ([]input, bool) {
 			failed = true
 			continue
 		}
-		if in.res, err = Convert(in.src); err != nil {
+		if in.res, err = ConvertWith(in.src, o); err != nil {
 			for _, e := range unjoin(err) {
 				fmt.Fprintf(c.Stderr, "%s: %s: %v\n", c.Name, in.name, e)
 			}

@@ -66,7 +66,7 @@ func TestCommandError(t *testing.T) {
 	if code != ExitError || out != "" {
 		t.Errorf("exit %d, stdout %q", code, out)
 	}
-	if !strings.HasPrefix(errs, "probed convert: stdin: document 9 (line 132), Deployment shop/web (spec.template, line 138): annotation \"probed.io/probes\": ") {
+	if !strings.HasPrefix(errs, "probed convert: stdin: document 9 (line 137), Deployment shop/web (spec.template, line 143): annotation \"probed.io/probes\": ") {
 		t.Errorf("stderr %q", errs)
 	}
 }
@@ -127,6 +127,42 @@ func TestCommandFiles(t *testing.T) {
 	}
 	if code, _, errs := runCommand(t, "", "--help"); code != ExitOK || !strings.Contains(errs, "probed convert < deploy.yaml") {
 		t.Errorf("--help: exit %d, stderr %q", code, errs)
+	}
+}
+
+// A probe probed would not run as the kubelet does stays in the YAML, and
+// one line on stderr names it and says why, with or without -v; the host
+// policy is the nodes', from --probe-host-policy.
+func TestCommandSaysWhatStaysWithTheKubelet(t *testing.T) {
+	in := `apiVersion: batch/v1
+kind: Job
+metadata: {name: report, namespace: jobs}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+      - name: app
+        image: app
+        livenessProbe:
+          exec: {command: [test, -f, /tmp/alive]}
+        readinessProbe:
+          httpGet: {host: 10.0.0.9, port: 80, path: /ready}
+`
+	code, out, errs := runCommand(t, in)
+	if code != ExitOK || !strings.Contains(out, "livenessProbe:\n          exec: {command: [test, -f, /tmp/alive]}") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+	want := "stdin: document 1, Job jobs/report (spec.template): app/livenessProbe stays with the kubelet: under restartPolicy OnFailure the kubelet restarts a container its liveness probe killed whatever its exit code, one probed stopped only if it exits non-zero\n"
+	if errs != want {
+		t.Errorf("stderr %q\nwant   %q", errs, want)
+	}
+	code, _, errs = runCommand(t, in, "--probe-host-policy=pod-ips")
+	if code != ExitOK || !strings.Contains(errs, `app/readinessProbe stays with the kubelet: httpGet.host "10.0.0.9": only the pod's own IPs are allowed`) {
+		t.Errorf("--probe-host-policy=pod-ips: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs = runCommand(t, in, "--probe-host-policy=everywhere"); code != ExitError {
+		t.Errorf("a bad policy: exit %d, stderr %q", code, errs)
 	}
 }
 

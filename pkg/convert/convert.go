@@ -11,6 +11,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -82,16 +83,28 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Convert moves the spec probes of every pod template in a YAML stream into
-// the probed.io/probes annotation and adds the readiness gate (see the
-// package doc). On an error there is no output; the error is an *Error, or
-// errors.Join of them when several documents fail.
-func Convert(src []byte) (Result, error) {
+// Options are what converting needs beyond the manifests.
+type Options struct {
+	// HostPolicy is the nodes' --probe-host-policy ("" is its default): a
+	// probe whose host it refuses on every node stays with the kubelet.
+	HostPolicy prober.HostPolicy
+}
+
+// Convert is ConvertWith with the default options.
+func Convert(src []byte) (Result, error) { return ConvertWith(src, Options{}) }
+
+// ConvertWith moves the spec probes of every pod template in a YAML stream
+// into the probed.io/probes annotation and adds the readiness gate (see the
+// package doc), leaving with the kubelet what probed would not run as it
+// does (each Object's Adoption.Left says which and why). On an error there
+// is no output; the error is an *Error, or errors.Join of them when several
+// documents fail.
+func ConvertWith(src []byte, o Options) (Result, error) {
 	var res Result
 	var out bytes.Buffer
 	var errs []error
 	for _, seg := range splitStream(src) {
-		converted, objs, reemitted, err := convertSegment(seg)
+		converted, objs, reemitted, err := convertSegment(seg, o)
 		res.Objects = append(res.Objects, objs...)
 		if err != nil {
 			errs = append(errs, err)
@@ -109,7 +122,7 @@ func Convert(src []byte) (Result, error) {
 	return res, nil
 }
 
-func convertSegment(seg segment) ([]byte, []Object, bool, error) {
+func convertSegment(seg segment, o Options) ([]byte, []Object, bool, error) {
 	fail := func(t *template, err error) error {
 		e := &Error{Document: seg.index, Line: seg.line, Err: err}
 		if t != nil {
@@ -138,11 +151,11 @@ func convertSegment(seg segment) ([]byte, []Object, bool, error) {
 	var changes []*change
 	var objs []Object
 	templates, skipped := scan(root)
-	for _, o := range skipped {
-		objs = append(objs, Object{Document: seg.index, Object: o.object, Line: seg.line - 1 + o.line, Skipped: o.reason})
+	for _, sk := range skipped {
+		objs = append(objs, Object{Document: seg.index, Object: sk.object, Line: seg.line - 1 + sk.line, Skipped: sk.reason})
 	}
 	for _, t := range templates {
-		c, err := planTemplate(t)
+		c, err := planTemplate(t, o)
 		if err != nil {
 			return nil, nil, false, fail(&t, err)
 		}

@@ -141,12 +141,18 @@ func templatesAdopted(t *testing.T, out []byte) {
 			}
 			tmpl := decodeTemplate(t, seg.src, o)
 			pod := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+			stayed := map[string]bool{}
+			for _, l := range o.Adoption.Left {
+				stayed[l.Probe] = true
+			}
 			for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 				if c.RestartPolicy != nil && *c.RestartPolicy != v1.ContainerRestartPolicyAlways {
 					continue
 				}
-				if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
-					t.Errorf("%s: container %s still has spec probes", o.Object, c.Name)
+				for field, p := range map[string]*v1.Probe{"livenessProbe": c.LivenessProbe, "readinessProbe": c.ReadinessProbe, "startupProbe": c.StartupProbe} {
+					if p != nil && !stayed[c.Name+"/"+field] {
+						t.Errorf("%s: container %s still has spec probe %s", o.Object, c.Name, field)
+					}
 				}
 			}
 			declared, problems := probespec.DeclaredProbes(pod, probespec.ProbeSourceAnnotation)

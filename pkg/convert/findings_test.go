@@ -40,8 +40,11 @@ func TestFuzzFindings(t *testing.T) {
 	}, {
 		// The quoted scalars are found before the edits: the removed
 		// probe's quoted key, with its bracket, still counts as one.
-		name:     "bracket in a quoted key of a removed probe",
-		src:      "{\"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"readinessProbe\": {\"exec\": {\"command\": [\"x\"]}, \"x}\": 1}}]}}\n",
+		// (Found with a bracket in a quoted key of the probe; a key the
+		// types do not know now keeps the probe with the kubelet, so the
+		// bracket is in a quoted string of it here.)
+		name:     "bracket in a quoted string of a removed probe",
+		src:      "{\"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"readinessProbe\": {\"exec\": {\"command\": [\"x}\"]}}}]}}\n",
 		contains: []string{`"readinessGates": [`},
 	}, {
 		// Was: "internal error": the encoder, the fallback for the tagged

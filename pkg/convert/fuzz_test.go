@@ -130,23 +130,35 @@ func FuzzConvert(f *testing.F) {
 		if a, b := got.Annotations[probespec.AdoptedAnnotation], webhook.Annotations[probespec.AdoptedAnnotation]; a != b {
 			t.Fatalf("%s: %q converted, %q from Adopt", probespec.AdoptedAnnotation, a, b)
 		}
-		if left, _ := probespec.DeclaredProbes(got, probespec.ProbeSourceSpec); len(left) != 0 {
-			t.Fatalf("%d spec probes left:\n%s", len(left), out)
+		// What stays in the spec is what adoption left with the kubelet.
+		left, _ := probespec.DeclaredProbes(got, probespec.ProbeSourceSpec)
+		if len(left) != len(res.Objects[0].Adoption.Left) {
+			t.Fatalf("%d spec probes left, Adoption.Left says %v:\n%s", len(left), res.Objects[0].Adoption.Left, out)
 		}
 		after, problems := probespec.DeclaredProbes(got, probespec.ProbeSourceAnnotation)
 		if len(problems) != 0 {
 			t.Fatalf("the annotation has problems: %v\n%s", problems, out)
 		}
-		if len(after) != len(declared) {
+		if len(after) != len(declared)-len(left) {
 			t.Fatalf("%d probes declared in the spec, %d in the annotation\n%s", len(declared), len(after), out)
 		}
-		gating := false
-		for i := range declared {
-			if declared[i].Container.Name != after[i].Container.Name || declared[i].Type != after[i].Type ||
-				!equality.Semantic.DeepEqual(declared[i].Probe, after[i].Probe) {
-				t.Fatalf("probe %d changed: %+v -> %+v", i, declared[i].Probe, after[i].Probe)
+		stayed := map[string]bool{}
+		for _, l := range res.Objects[0].Adoption.Left {
+			stayed[l.Probe] = true
+		}
+		moved := declared[:0:0]
+		for _, d := range declared {
+			if !stayed[d.Container.Name+"/"+strings.ToLower(d.Type.String())+"Probe"] {
+				moved = append(moved, d)
 			}
-			gating = gating || declared[i].Type.String() != "Liveness"
+		}
+		gating := false
+		for i := range moved {
+			if moved[i].Container.Name != after[i].Container.Name || moved[i].Type != after[i].Type ||
+				!equality.Semantic.DeepEqual(moved[i].Probe, after[i].Probe) {
+				t.Fatalf("probe %d changed: %+v -> %+v", i, moved[i].Probe, after[i].Probe)
+			}
+			gating = gating || moved[i].Type.String() != "Liveness"
 		}
 		if gating != hasGate(got) {
 			t.Fatalf("gating probes %v, gate %v\n%s", gating, hasGate(got), out)

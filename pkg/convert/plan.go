@@ -54,8 +54,9 @@ func (c *change) empty() bool {
 
 // planTemplate decodes a template as the API server would (JSON field names
 // are case-sensitive; unknown fields are ignored here and kept in the YAML),
-// runs probespec.Adopt on it, and records the differences.
-func planTemplate(t template) (*change, error) {
+// runs probespec.AdoptWith on it, and records the differences. A probe with
+// a field the types do not keep stays in the YAML as written.
+func planTemplate(t template, o Options) (*change, error) {
 	c := &change{tmpl: t}
 	var generic any
 	if err := t.node.Decode(&generic); err != nil {
@@ -81,7 +82,11 @@ func planTemplate(t template) (*change, error) {
 		return c, nil
 	}
 	after := before.DeepCopy()
-	c.adoption, err = probespec.Adopt(&after.ObjectMeta, &after.Spec)
+	var raw struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	_ = json.Unmarshal(data, &raw) // it decoded above
+	c.adoption, err = probespec.AdoptWith(&after.ObjectMeta, &after.Spec, probespec.AdoptOptions{HostPolicy: o.HostPolicy, RawSpec: raw.Spec})
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,8 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// SlotTimeoutError is returned when no exec slot (--max-concurrent-execs)
-// freed up within the probe's timeout. The command never ran: this is
+// SlotTimeoutError is returned when no exec slot (--max-concurrent-execs,
+// --max-concurrent-execs-per-pod) freed up within the probe's timeout. The command never ran: this is
 // probed's own limit, not the container's failure, so it is not a timeout
 // (Timeout() is absent) but a throttle, which the prober turns into a
 // discarded result.
@@ -54,7 +54,7 @@ type SlotTimeoutError struct {
 }
 
 func (e *SlotTimeoutError) Error() string {
-	return fmt.Sprintf("exec in container %s: no exec slot free within %v (--max-concurrent-execs); the command did not run", e.ContainerID, e.Waited)
+	return fmt.Sprintf("exec in container %s: no exec slot free within %v (--max-concurrent-execs, --max-concurrent-execs-per-pod); the command did not run", e.ContainerID, e.Waited)
 }
 
 // Throttled marks the error as probed's own limit for the prober.

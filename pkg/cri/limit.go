@@ -22,13 +22,46 @@ import (
 // long-timeout exec probes.
 const DefaultMaxConcurrentExecs = 10
 
-// Limited wraps a Runtime with a per-node cap on concurrent execs and records
-// the runtime metrics. Stops are never queued: a liveness kill must not wait
-// behind probes.
+// DefaultMaxConcurrentExecsPerPod is the suggested share of one pod: a pod
+// with hung exec probes keeps at most this many of the node's slots, so
+// every other pod's execs still find one.
+const DefaultMaxConcurrentExecsPerPod = 2
+
+// DefaultExecSlotMaxHold is the suggested longest an exec keeps its slot
+// while others wait. An exec costs its CPU (about 20 ms) at its start; one
+// still running after half a second is waiting on something, not using
+// the node, and a probe with the default 1 s timeout waiting behind it
+// still runs in time.
+const DefaultExecSlotMaxHold = 500 * time.Millisecond
+
+// LimitOptions configure a Limited.
+type LimitOptions struct {
+	// MaxConcurrent caps execs holding a slot on the node;
+	// DefaultMaxConcurrentExecs when < 1.
+	MaxConcurrent int
+	// PerPod caps one pod's execs holding a slot;
+	// DefaultMaxConcurrentExecsPerPod when < 1, MaxConcurrent when above it.
+	PerPod int
+	// MaxHold is how long an exec keeps its slot while others wait, then
+	// runs on without it; DefaultExecSlotMaxHold when 0, never when < 0.
+	MaxHold time.Duration
+	// Metrics may be nil.
+	Metrics *Metrics
+	// Clock defaults to the real clock.
+	Clock clock.WithDelayedExecution
+}
+
+// Limited wraps a Runtime with the node's exec slots, shared fairly
+// between pods (see execSlots), and records the runtime metrics. Stops are
+// never queued: a liveness kill must not wait behind probes.
+//
+// The pod of an exec is the Owner in its context (WithOwner), or its
+// container ID when it has none.
 type Limited struct {
 	rt    Runtime
 	name  string
-	slots chan struct{}
+	slots *execSlots
+	clock clock.WithDelayedExecution
 	m     *Metrics
 	share *sharedRuns // nil: every exec runs
 }
@@ -36,12 +69,32 @@ type Limited struct {
 var _ Runtime = (*Limited)(nil)
 
 // NewLimited caps rt at maxConcurrent execs in flight (DefaultMaxConcurrentExecs
-// when < 1). m may be nil.
+// when < 1), with the default per-pod share and hold. m may be nil.
 func NewLimited(rt Runtime, maxConcurrent int, m *Metrics) *Limited {
-	if maxConcurrent < 1 {
-		maxConcurrent = DefaultMaxConcurrentExecs
+	return NewLimitedWith(rt, LimitOptions{MaxConcurrent: maxConcurrent, Metrics: m})
+}
+
+// NewLimitedWith wraps rt as o says.
+func NewLimitedWith(rt Runtime, o LimitOptions) *Limited {
+	if o.MaxConcurrent < 1 {
+		o.MaxConcurrent = DefaultMaxConcurrentExecs
 	}
-	return &Limited{rt: rt, name: RuntimeName(rt), slots: make(chan struct{}, maxConcurrent), m: m}
+	if o.PerPod < 1 {
+		o.PerPod = DefaultMaxConcurrentExecsPerPod
+	}
+	if o.MaxHold == 0 {
+		o.MaxHold = DefaultExecSlotMaxHold
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Limited{
+		rt:    rt,
+		name:  RuntimeName(rt),
+		slots: newExecSlots(o.MaxConcurrent, o.PerPod, o.MaxHold, o.Clock, o.Metrics.observeSlotYield),
+		clock: o.Clock,
+		m:     o.Metrics,
+	}
 }
 
 // RuntimeName is the metrics label for rt: its Name() if it has one.
@@ -63,6 +116,17 @@ func (l *Limited) ShareIdenticalExecs(c clock.Clock) {
 // preStop hook): like stops, they must not wait behind probes for a slot.
 func (l *Limited) Uncapped() Runtime { return l.rt }
 
+// CheckOwner asks the wrapped runtime whether the container is the
+// caller's, when it checks that (Verified); nil otherwise.
+func (l *Limited) CheckOwner(ctx context.Context, containerID string) error {
+	if c, ok := l.rt.(interface {
+		CheckOwner(context.Context, string) error
+	}); ok {
+		return c.CheckOwner(ctx, containerID)
+	}
+	return nil
+}
+
 // Name is the wrapped runtime's name.
 func (l *Limited) Name() string { return l.name }
 
@@ -70,7 +134,8 @@ func (l *Limited) Name() string { return l.name }
 // the whole timeout, as the kubelet would have run it straight away. A
 // probe whose timeout runs out in the queue gets a *SlotTimeoutError: the
 // command never ran, and the wait says nothing about the container. If ctx
-// ends first, ctx's error.
+// ends first, ctx's error. A slot given up after the hold limit does not
+// end the exec.
 func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	if l.share == nil {
 		return l.exec(ctx, containerID, cmd, timeout)
@@ -92,31 +157,18 @@ func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd [
 
 // exec is one exec of its own: a slot, then the runtime.
 func (l *Limited) exec(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
-	start := time.Now()
-	select {
-	case l.slots <- struct{}{}:
-	default:
-		// Only a wait needs a timer.
-		var expired <-chan time.Time
-		if timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			expired = t.C
-		}
-		select {
-		case l.slots <- struct{}{}:
-		case <-expired:
-			l.m.observeQueueWait(time.Since(start))
-			l.m.observeExec(l.name, OutcomeQueueTimeout, 0, false)
-			return nil, -1, &SlotTimeoutError{ContainerID: containerID, Waited: timeout}
-		case <-ctx.Done():
-			l.m.observeQueueWait(time.Since(start))
+	start := l.clock.Now()
+	slot, ok := l.slots.acquire(ctx, execPod(ctx, containerID), timeout)
+	l.m.observeQueueWait(l.clock.Since(start))
+	if !ok {
+		if ctx.Err() != nil {
 			l.m.observeExec(l.name, OutcomeError, 0, false)
 			return nil, -1, fmt.Errorf("exec in container %s: waiting for an exec slot: %w", containerID, ctx.Err())
 		}
+		l.m.observeExec(l.name, OutcomeQueueTimeout, 0, false)
+		return nil, -1, &SlotTimeoutError{ContainerID: containerID, Waited: timeout}
 	}
-	defer func() { <-l.slots }()
-	l.m.observeQueueWait(time.Since(start))
+	defer slot.release()
 
 	l.m.addInFlight(1)
 	defer l.m.addInFlight(-1)
@@ -131,6 +183,15 @@ func (l *Limited) exec(ctx context.Context, containerID string, cmd []string, ti
 		l.share.finish(ctx, runKey(containerID, cmd), run, out, code, err)
 	}
 	return out, code, err
+}
+
+// execPod names the pod an exec counts against: its Owner's UID, or, for
+// a caller that gives none, the container.
+func execPod(ctx context.Context, containerID string) string {
+	if o, ok := OwnerFrom(ctx); ok && o.PodUID != "" {
+		return o.PodUID
+	}
+	return containerID
 }
 
 // StopContainer passes through, recording metrics.

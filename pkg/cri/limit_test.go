@@ -64,7 +64,7 @@ func (f *fakeRuntime) Close() error                { return nil }
 func TestLimitedCapsConcurrencyAndLosesNothing(t *testing.T) {
 	f := &fakeRuntime{delay: 20 * time.Millisecond}
 	reg := prometheus.NewRegistry()
-	l := NewLimited(f, 3, NewMetrics(reg))
+	l := NewLimitedWith(f, LimitOptions{MaxConcurrent: 3, PerPod: 3, Metrics: NewMetrics(reg)})
 	var wg sync.WaitGroup
 	var ok atomic.Int32
 	for i := 0; i < 30; i++ {
@@ -182,8 +182,8 @@ func TestLimitedOutcomesAndStops(t *testing.T) {
 	f := &fakeRuntime{delay: time.Millisecond}
 	reg := prometheus.NewRegistry()
 	l := NewLimited(f, 0, NewMetrics(reg))
-	if cap(l.slots) != DefaultMaxConcurrentExecs {
-		t.Errorf("default slots = %d", cap(l.slots))
+	if l.slots.total != DefaultMaxConcurrentExecs || l.slots.perPod != DefaultMaxConcurrentExecsPerPod || l.slots.maxHold != DefaultExecSlotMaxHold {
+		t.Errorf("default slots = %d, per pod %d, hold %v", l.slots.total, l.slots.perPod, l.slots.maxHold)
 	}
 	ctx := context.Background()
 	if _, code, _ := l.ExecInContainer(ctx, "c", []string{"false"}, time.Second); code != 1 {

@@ -23,17 +23,21 @@ const (
 //	probed_runtime_exec_duration_seconds{runtime}    histogram: exec time in the runtime, queueing excluded
 //	probed_runtime_exec_queue_wait_seconds           histogram: time waiting for an exec slot
 //	probed_runtime_exec_in_flight                    gauge: execs running in the runtime now
+//	probed_runtime_exec_slot_yields_total            counter: execs that gave up their slot after the hold limit while others waited
 //	probed_runtime_exec_shared_total                 counter: execs answered by an identical run in flight
 //	probed_runtime_stops_total{runtime,outcome}      counter: container stops, outcome success or error
 //	probed_runtime_stop_duration_seconds             histogram: time to stop a container, grace included
+//	probed_runtime_owner_refusals_total{op}          counter: execs and stops refused because the container is not the caller's
 type Metrics struct {
 	execTotal    *prometheus.CounterVec
 	execDuration *prometheus.HistogramVec
 	queueWait    prometheus.Histogram
 	inFlight     prometheus.Gauge
+	yields       prometheus.Counter
 	shared       prometheus.Counter
 	stopsTotal   *prometheus.CounterVec
 	stopDuration prometheus.Histogram
+	refusals     *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -58,6 +62,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "probed_runtime_exec_in_flight",
 			Help: "Execs running in the container runtime now.",
 		}),
+		yields: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probed_runtime_exec_slot_yields_total",
+			Help: "Execs that gave up their exec slot after --exec-slot-max-hold while other execs waited, and ran on without it.",
+		}),
 		shared: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probed_runtime_exec_shared_total",
 			Help: "Exec probes answered by an identical exec already running in the same container (--exec-share-runs), instead of running their own.",
@@ -71,16 +79,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to stop a container, grace period included.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50ms .. 102s
 		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probed_runtime_owner_refusals_total",
+			Help: "Execs (op exec) and stops (op stop) refused and never run because the runtime's container is not the pod container the probe serves: its ID in the pod's status points elsewhere.",
+		}, []string{"op"}),
 	}
+	// Both series exist from the start, so an alert on their increase
+	// sees the first refusal.
+	m.refusals.WithLabelValues("exec")
+	m.refusals.WithLabelValues("stop")
 	if reg != nil {
-		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.shared, m.stopsTotal, m.stopDuration)
+		reg.MustRegister(m.execTotal, m.execDuration, m.queueWait, m.inFlight, m.yields, m.shared, m.stopsTotal, m.stopDuration, m.refusals)
 	}
 	return m
+}
+
+// observeOwnerRefusal counts a refused call; op is Verified's verb.
+func (m *Metrics) observeOwnerRefusal(op string) {
+	if m == nil {
+		return
+	}
+	label := "exec"
+	if op == opStop {
+		label = "stop"
+	}
+	m.refusals.WithLabelValues(label).Inc()
 }
 
 func (m *Metrics) observeQueueWait(d time.Duration) {
 	if m != nil {
 		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+// observeSlotYield counts a slot given up; safe on a nil *Metrics.
+func (m *Metrics) observeSlotYield() {
+	if m != nil {
+		m.yields.Inc()
 	}
 }
 

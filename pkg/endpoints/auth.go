@@ -70,10 +70,22 @@ func DelegatedAuth(authn authenticationv1.AuthenticationV1Interface, authz autho
 	return Auth{Authenticator: a, Authorizer: z}, nil
 }
 
-// guard wraps h in k8s.io/apiserver's filters: request info (every path here
-// is a non-resource URL), authentication, then authorization.
-func (a Auth) guard(h http.Handler) http.Handler {
-	h = filters.WithAuthorization(h, a.Authorizer, scheme.Codecs)
-	h = filters.WithAuthentication(h, a.Authenticator, filters.Unauthorized(scheme.Codecs), nil, nil)
-	return filters.WithRequestInfo(h, &request.RequestInfoFactory{})
+// guard returns the wrapper for guarded paths: k8s.io/apiserver's filters,
+// request info (every path here is a non-resource URL), authentication,
+// then authorization, behind a cap of maxUnauthenticated requests in flight
+// not yet authorized (0: none), which every guarded path shares.
+func (a Auth) guard(maxUnauthenticated int64) func(http.Handler) http.Handler {
+	var limit *unauthenticatedCap
+	if maxUnauthenticated > 0 {
+		limit = newUnauthenticatedCap(maxUnauthenticated)
+	}
+	return func(h http.Handler) http.Handler {
+		h = filters.WithAuthorization(authorized(h), a.Authorizer, scheme.Codecs)
+		h = filters.WithAuthentication(h, a.Authenticator, filters.Unauthorized(scheme.Codecs), nil, nil)
+		h = filters.WithRequestInfo(h, &request.RequestInfoFactory{})
+		if limit != nil {
+			h = limit.wrap(h)
+		}
+		return h
+	}
 }

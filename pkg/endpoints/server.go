@@ -1,9 +1,10 @@
 // Package endpoints serves probed's own HTTP endpoints: /metrics, /healthz,
 // /readyz and /debug/probes.
 //
-// /healthz and /readyz are open. /metrics and /debug/ are served over TLS and
-// need a bearer token that the API server authenticates and authorizes for
-// the path (Auth), as Kubernetes components do. Plain HTTP with no
+// /healthz and /readyz are open; /readyz says which checks fail, not why.
+// /metrics, /debug/ and /readyz?verbose are served over TLS and need a
+// bearer token that the API server authenticates and authorizes for the
+// path (Auth), as Kubernetes components do. Plain HTTP with no
 // authentication is a development option (Insecure), on loopback only.
 package endpoints
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/worker"
@@ -45,6 +47,13 @@ type Options struct {
 	// Insecure serves plain HTTP with no authentication at all. Only for
 	// development, and only on a loopback address (CheckInsecureAddr).
 	Insecure bool
+	// MaxConnections caps open connections (DefaultMaxConnections when 0).
+	MaxConnections int
+	// IdleTimeout closes idle keep-alive connections (DefaultIdleTimeout when 0).
+	IdleTimeout time.Duration
+	// MaxUnauthenticatedInFlight caps guarded requests not yet authorized;
+	// more get 429 (DefaultMaxUnauthenticatedInFlight when 0).
+	MaxUnauthenticatedInFlight int
 }
 
 // Handler builds the endpoints' mux. /metrics and /debug/ go through
@@ -56,31 +65,14 @@ func Handler(o Options) (http.Handler, error) {
 	case o.Auth == nil:
 		return nil, errors.New("/metrics and /debug/ need authentication and authorization (or the insecure development mode)")
 	default:
-		guard = o.Auth.guard
+		guard = o.Auth.guard(int64(orDefault(o.MaxUnauthenticatedInFlight, DefaultMaxUnauthenticatedInFlight)))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", guard(promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		failed := false
-		var body []byte
-		for _, c := range o.Ready {
-			if err := c.Fn(ctx); err != nil {
-				failed = true
-				body = fmt.Appendf(body, "[-] %s: %v\n", c.Name, err)
-				continue
-			}
-			body = fmt.Appendf(body, "[+] %s ok\n", c.Name)
-		}
-		if failed {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_, _ = w.Write(body)
-	})
+	mux.Handle("/readyz", (&readiness{checks: o.Ready}).handler(guard))
 	// Everything under /debug/ is guarded, known path or not.
 	debug := http.NewServeMux()
 	debug.Handle("/debug/probes", debugProbes(o.Probes))
@@ -117,7 +109,13 @@ func ServeListener(ctx context.Context, ln net.Listener, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	ln = netutil.LimitListener(ln, orDefault(o.MaxConnections, DefaultMaxConnections))
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       orDefault(o.IdleTimeout, DefaultIdleTimeout),
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -154,4 +152,12 @@ func ServeListener(ctx context.Context, ln net.Listener, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -50,8 +50,12 @@ func TestEndpoints(t *testing.T) {
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "ok") {
 		t.Fatalf("/healthz = %d %q", code, body)
 	}
-	if code, body := get(t, h, "/readyz"); code != 503 || !strings.Contains(body, "informer: not synced") {
+	if code, body := get(t, h, "/readyz"); code != 503 || body != "[-] informer failed: reason withheld\n" {
 		t.Fatalf("/readyz before sync = %d %q", code, body)
+	}
+	// Development mode has no authentication: ?verbose gives the reason.
+	if code, body := get(t, h, "/readyz?verbose"); code != 503 || !strings.Contains(body, "[-] informer: not synced") {
+		t.Fatalf("/readyz?verbose before sync = %d %q", code, body)
 	}
 	synced = true
 	if code, body := get(t, h, "/readyz"); code != 200 || !strings.Contains(body, "[+] informer ok") {

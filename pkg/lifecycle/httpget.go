@@ -39,7 +39,6 @@ func (r *Runner) runHTTPGet(ctx context.Context, pod *v1.Pod, container *v1.Cont
 	if action.Host == "" && target.PodIP == "" {
 		return errors.New("failed to find networking container: the pod has no IP")
 	}
-	ctx = prober.WithHostScope(ctx, r.guard, target)
 	req, err := prober.NewHTTPGetRequest(ctx, action, target, r.userAgent)
 	if err != nil {
 		return err
@@ -48,10 +47,10 @@ func (r *Runner) runHTTPGet(ctx context.Context, pod *v1.Pod, container *v1.Cont
 	// keep-alive client would otherwise hold idle connections to pods.
 	transport := &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity: pods serve self-signed certificates
-		DialContext:     prober.GuardedDialer(r.guard).DialContext,
+		DialContext:     prober.GuardedDialer(r.guard, target).DialContext,
 	}
 	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, CheckRedirect: prober.CheckRedirect}
+	client := &http.Client{Transport: transport, CheckRedirect: prober.RedirectPolicy(r.guard, target)}
 
 	resp, err := client.Do(req)
 	discardBody(resp)

@@ -24,8 +24,15 @@ const ReasonMissingReadinessGate = "MissingReadinessGate"
 //
 //	probed_pods_without_readiness_gate  gauge: pods with a probed readiness
 //	                                    or startup probe but no probed.io/ready gate
+//	probed_probes_unapproved_reach      gauge: probes not run because
+//	                                    probed.io/approved-reach does not cover them
+//	probed_pods_with_probe_parity_warnings{reason}  gauge: pods whose annotation
+//	                                    declares a probe probed runs unlike the kubelet
 type Metrics struct {
-	ungated prometheus.Gauge
+	ungated    prometheus.Gauge
+	unapproved prometheus.Gauge
+	// parity is probed_pods_with_probe_parity_warnings (parity.go).
+	parity *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (if not nil).
@@ -33,11 +40,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{ungated: prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "probed_pods_without_readiness_gate",
 		Help: "Pods on the node with a probed readiness or startup probe but no probed.io/ready readiness gate: their probes do not reach the pod's Ready condition.",
-	})}
+	}), unapproved: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "probed_probes_unapproved_reach",
+		Help: "Probes on the node not run because what they run or where they connect changed without approval: probed.io/approved-reach does not cover them (each raises an InvalidProbe Warning).",
+	}), parity: newParityGauge()}
 	if reg != nil {
-		reg.MustRegister(m.ungated)
+		reg.MustRegister(m.ungated, m.unapproved, m.parity)
 	}
 	return m
+}
+
+func (m *Metrics) setUnapproved(n int) {
+	if m != nil {
+		m.unapproved.Set(float64(n))
+	}
 }
 
 func (m *Metrics) setUngated(n int) {

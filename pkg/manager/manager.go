@@ -66,6 +66,12 @@ type Options struct {
 	// GCPeriod is how often workers of pods gone from the cache are swept.
 	GCPeriod time.Duration
 
+	// RequireApprovedReach refuses probes that run something or connect
+	// beyond the pod's own IP on pods without probed.io/approved-reach
+	// (--require-approved-reach), for clusters without the admission
+	// policy that guards such pods.
+	RequireApprovedReach bool
+
 	// ResultChangeEvents makes workers emit a Normal ProbeResultChanged
 	// event when a probe's decided result flips (--probe-result-change-events).
 	ResultChangeEvents bool
@@ -82,6 +88,11 @@ type Manager struct {
 
 	liveness, readiness, startup results.Manager
 
+	// sched and watches are shared by every worker: one timer heap, and one
+	// watch per context the workers run with.
+	sched   worker.Scheduler
+	watches *worker.Watches
+
 	// statusMu serializes updateStatus; it is taken before mu, never after.
 	statusMu sync.Mutex
 
@@ -89,6 +100,8 @@ type Manager struct {
 	pods map[types.UID]*podEntry
 	// byKey maps namespace/name to the UIDs tracked under it (normally one).
 	byKey map[string]map[types.UID]struct{}
+	// unapproved counts the probes refused for their reach, on every pod.
+	unapproved int
 }
 
 const uidIndex = "uid"
@@ -106,12 +119,20 @@ type podEntry struct {
 	// gate; gateWarned: the Warning was raised.
 	ungated, gateWarned bool
 	// ended holds the probes whose worker ended on its own; they are not
-	// started again unless the probe changes.
+	// started again unless the probe changes or the container runs again
+	// (endedOn: the container instance each ended on).
 	ended    map[probeKey]probespec.DeclaredProbe
+	endedOn  map[probeKey]string
 	order    []string // containers with any probe, in pod spec order
 	invalid  map[probeKey]string
 	problems string // the problem set last reported, so events are not repeated
 	seeds    map[string]status.Seed
+	// unapproved is how many of its probes are refused for their reach.
+	unapproved int
+	// parity holds the reasons of the pod's parity warnings (parity.go);
+	// parityWarned the "<container>/<reason>" already raised.
+	parity       map[string]bool
+	parityWarned map[string]bool
 }
 
 // New wires a Manager to its informer. Call Run to start it.
@@ -156,6 +177,8 @@ func New(o Options) (*Manager, error) {
 		startup:   results.NewManager(),
 		pods:      map[types.UID]*podEntry{},
 		byKey:     map[string]map[types.UID]struct{}{},
+		sched:     worker.NewScheduler(o.Clock),
+		watches:   worker.NewWatches(),
 	}
 	_, err = o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.enqueue,

@@ -57,6 +57,7 @@ type sink struct {
 	forgot   map[types.UID]bool
 	setCall  int
 	notReady map[types.UID]int // desired states with a container not ready
+	ready    map[types.UID]int // desired states with every container ready
 }
 
 func (s *sink) Set(k status.PodKey, d status.PodState) {
@@ -64,14 +65,22 @@ func (s *sink) Set(k status.PodKey, d status.PodState) {
 	defer s.mu.Unlock()
 	s.states[k.UID] = d
 	s.setCall++
+	allReady := len(d.Containers) > 0
 	for _, c := range d.Containers {
 		if !c.Ready {
+			allReady = false
 			if s.notReady == nil {
 				s.notReady = map[types.UID]int{}
 			}
 			s.notReady[k.UID]++
 			break
 		}
+	}
+	if allReady {
+		if s.ready == nil {
+			s.ready = map[types.UID]int{}
+		}
+		s.ready[k.UID]++
 	}
 }
 
@@ -323,11 +332,7 @@ func TestEditedReadinessProbeKeepsItsSuccess(t *testing.T) {
 	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
 	e.update(pod)
 	<-old.Done()
-	e.eventually("the new probe in flight", func() bool {
-		e.prober.mu.Lock()
-		defer e.prober.mu.Unlock()
-		return e.prober.held > 0
-	})
+	e.waitHeld()
 	e.sink.mu.Lock()
 	flips := e.sink.notReady["u9"]
 	e.sink.mu.Unlock()

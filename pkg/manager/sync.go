@@ -43,6 +43,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	}
 
 	declared, problems := probespec.DeclaredProbes(pod, m.opts.Source)
+	declared, problems, unapproved := m.checkReach(pod, declared, problems)
 	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
@@ -66,10 +67,13 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		}
 		m.byKey[key][pod.UID] = struct{}{}
 	}
+	m.setUnapprovedLocked(e, unapproved)
 	newProblems := m.recordProblemsLocked(e, problems)
 	m.reconcileWorkersLocked(ctx, pod, e, declared)
 	warnGate, gating := m.checkGateLocked(pod, e, declared)
 	m.countUngatedLocked()
+	parity := m.checkParityLocked(pod, e, declared)
+	m.countParityLocked()
 	m.mu.Unlock()
 
 	if newProblems {
@@ -78,6 +82,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	if warnGate {
 		m.reportMissingGate(pod, gating)
 	}
+	m.reportParity(pod, parity)
 	m.updateStatus(pod.UID)
 	m.triggerNotReady(pod)
 	return nil
@@ -108,10 +113,13 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 	}
 	m.mu.Unlock()
 	for _, c := range cands {
-		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success {
-			continue
-		}
-		if c.seed != nil {
+		// A seed stands in only while no result is known for the instance:
+		// once a probe said not ready, the trigger is due as for any other.
+		if v, ok := m.readiness.Get(c.cs.ContainerID); ok {
+			if v.Result == results.Success {
+				continue
+			}
+		} else if c.seed != nil {
 			if r, ok := c.seed(c.cs.ContainerID); ok && r == results.Success {
 				continue
 			}
@@ -170,19 +178,36 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			continue
 		}
 		// A worker that ended on its own (its container will not run again,
-		// or the pod is being deleted) stays ended, as in the kubelet, which
-		// adds a pod's workers once; only an edit of its probe starts it anew.
-		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && probespec.SameExtensions(d, ended) {
+		// or the pod is being deleted) stays ended until its probe is edited
+		// or its container runs again after all (every container restarted
+		// for another's RestartAllContainers rule, say): the kubelet adds the
+		// pod's missing workers on every sync of a pod that is not
+		// terminating, and a new one ends at once on a container that stays
+		// terminated.
+		if ended, ok := e.ended[k]; ok && probespec.ProbeSpecEqual(d.Probe, ended.Probe) && probespec.SameExtensions(d, ended) &&
+			!runsAgain(pod, k.container, e.endedOn[k]) {
 			continue
 		}
 		delete(e.ended, k)
+		delete(e.endedOn, k)
 		m.startWorkerLocked(ctx, pod, e, d, nil)
 	}
 	for k := range e.ended {
 		if _, ok := want[k]; !ok {
 			delete(e.ended, k)
+			delete(e.endedOn, k)
 		}
 	}
+}
+
+// runsAgain reports whether the named container of a pod that is not
+// terminating has an instance other than the one its worker ended on.
+func runsAgain(pod *v1.Pod, name, endedOn string) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := findStatus(pod, name)
+	return cs != nil && cs.ContainerID != "" && cs.ContainerID != endedOn
 }
 
 func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d probespec.DeclaredProbe, after <-chan struct{}) {
@@ -197,6 +222,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		PodUID:        uid,
 		PodNamespace:  pod.Namespace,
 		PodName:       pod.Name,
+		StaticPodUID:  worker.StaticPodUID(pod),
 		Container:     &d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,
@@ -208,12 +234,13 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Started:       m.started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
+		Scheduler:     m.sched,
+		Watches:       m.watches,
 		DaemonStart:   m.opts.DaemonStart,
 		Metrics:       m.opts.WorkerMetrics,
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
-		GRPCTLS:       d.GRPCTLS,
 		Period:        d.Period,
 		Timeout:       d.Timeout,
 
@@ -237,6 +264,12 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 // instance, as a restart of probed does: the condition stays True until the
 // new probe's own results say otherwise, instead of flipping to pending
 // between the old worker's exit and the new one's first result.
+//
+// A seed holds only while nothing newer is known for that instance: when
+// the worker being replaced knows another result (the container failed
+// since an earlier edit, or since the seed read back after a restart of
+// probed), the seed of that type is dropped, so the new worker starts from
+// the kubelet's initial value and never brings a stale Ready back.
 func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 	if k.probeType != prober.Readiness && k.probeType != prober.Startup {
 		return
@@ -245,21 +278,30 @@ func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 	if cs == nil || cs.ContainerID == "" {
 		return
 	}
-	if v, known := m.resultsFor(k.probeType).Get(cs.ContainerID); !known || v.Result != results.Success {
+	v, known := m.resultsFor(k.probeType).Get(cs.ContainerID)
+	if !known {
 		return
 	}
 	s := e.seeds[k.container]
 	if s.ContainerID != cs.ContainerID {
 		s = status.Seed{ContainerID: cs.ContainerID}
 	}
-	yes := true
+	var carried *bool
+	if v.Result == results.Success {
+		yes := true
+		carried = &yes
+	}
 	if k.probeType == prober.Readiness {
-		s.Ready = &yes
+		s.Ready = carried
 	} else {
-		s.Started = &yes
+		s.Started = carried
 	}
 	if e.seeds == nil {
 		e.seeds = map[string]status.Seed{}
+	}
+	if s.Ready == nil && s.Started == nil {
+		delete(e.seeds, k.container)
+		return
 	}
 	e.seeds[k.container] = s
 }
@@ -293,6 +335,10 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 		delete(e.workers, k)
 		if d, ok := e.specs[k]; ok {
 			e.ended[k] = d
+			if e.endedOn == nil {
+				e.endedOn = map[probeKey]string{}
+			}
+			e.endedOn[k] = w.Snapshot().ContainerID
 		}
 		delete(e.specs, k)
 	}
@@ -319,6 +365,10 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	if e.ungated {
 		m.countUngatedLocked()
 	}
+	m.setUnapprovedLocked(e, 0)
+	if len(e.parity) > 0 {
+		m.countParityLocked()
+	}
 	key := e.key.Namespace + "/" + e.key.Name
 	delete(m.byKey[key], uid)
 	if len(m.byKey[key]) == 0 {
@@ -336,6 +386,8 @@ func (m *Manager) removePodLocked(uid types.UID) {
 // instance is Success; without a result, started unless a startup worker
 // exists. So a container with no probed startup probe is started once it
 // runs, and so is one whose startup worker ended (the pod is being deleted).
+// Where the kubelet runs the container's startup probe (it stayed in the
+// pod spec), started is the kubelet's containerStatuses[].started.
 func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	if cs == nil || cs.State.Running == nil {
 		return false
@@ -353,6 +405,10 @@ func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	_, exists := e.workers[k]
 	// An invalid startup probe still gates: the user asked for one.
 	_, invalid := e.invalid[k]
+	_, ended := e.ended[k]
+	if !exists && !invalid && !ended && m.kubeletRunsStartup(pod, cs.Name) {
+		return cs.Started != nil && *cs.Started
+	}
 	return !exists && !invalid
 }
 

@@ -17,7 +17,7 @@ func TestProbeDialerSetsLinger(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = l.Close() }()
-	c, err := newProbeDialer().DialContext(context.Background(), "tcp", l.Addr().String())
+	c, err := scope{}.dialer(true).DialContext(context.Background(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func execProbe(ctx context.Context, runner CommandRunner, action *v1.ExecAction,
 			return Unknown, "", err
 		}
 		if isTimeout(err) {
-			// Kubelet 1.33 text, from the CRI client's ErrCommandTimedOut.
+			// The kubelet's text (1.33 to 1.37), from the CRI client's ErrCommandTimedOut.
 			return Failure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout), nil
 		}
 		klog.V(4).InfoS("Exec probe could not run", "containerID", target.ContainerID, "err", err)
@@ -63,4 +63,11 @@ func isTimeout(err error) bool {
 func isThrottled(err error) bool {
 	var t interface{ Throttled() bool }
 	return errors.As(err, &t) && t.Throttled()
+}
+
+// isOwnerMismatch reports whether err says the runtime refused the exec
+// because the container is not the probed pod's (cri.OwnerMismatchError).
+func isOwnerMismatch(err error) bool {
+	var m interface{ OwnerMismatch() bool }
+	return errors.As(err, &m) && m.OwnerMismatch()
 }

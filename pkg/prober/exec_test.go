@@ -76,3 +76,25 @@ type runnerFunc func(ctx context.Context, containerID string, cmd []string, time
 func (f runnerFunc) ExecInContainer(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	return f(ctx, containerID, cmd, timeout)
 }
+
+// ownerMismatch is the runtime's refusal of another pod's container.
+type ownerMismatch struct{}
+
+func (ownerMismatch) Error() string       { return "container ID from the pod's status is not this pod's" }
+func (ownerMismatch) OwnerMismatch() bool { return true }
+
+// A container the runtime refused as another pod's is refused again on a
+// retry: the probe is tried once, errors, and says so in one event.
+func TestExecProbeOwnerMismatchNotRetried(t *testing.T) {
+	calls := 0
+	p := New(runnerFunc(func(context.Context, string, []string, time.Duration) ([]byte, int, error) {
+		calls++
+		return nil, -1, ownerMismatch{}
+	}), Options{})
+	sink := &recordingSink{}
+	_, _, err := p.Probe(context.Background(), Liveness, &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, TimeoutSeconds: 1},
+		Target{ContainerID: "containerd://other"}, sink)
+	if !errors.As(err, new(ownerMismatch)) || calls != 1 {
+		t.Errorf("err %v after %d runs; want the refusal after one", err, calls)
+	}
+}

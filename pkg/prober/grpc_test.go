@@ -6,13 +6,16 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -194,5 +197,33 @@ func TestGRPCBadTarget(t *testing.T) {
 	t.Logf("output: %s", out)
 	if err != nil || res != Failure || !strings.HasPrefix(out, `error: failed to connect service at "bad\x00host:80": `) {
 		t.Errorf("probe = %v, %q, %v", res, out, err)
+	}
+}
+
+// expiredHealth answers at once as a handler does whose deadline (the
+// grpc-timeout we sent) has just run out.
+type expiredHealth struct {
+	healthpb.UnimplementedHealthServer
+	calls atomic.Int32
+}
+
+func (h *expiredHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	h.calls.Add(1)
+	return nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+}
+
+// TestGRPCServerDeadlineAnswer: a DEADLINE_EXCEEDED answer is the
+// kubelet's RPC timeout, and the check is sent once.
+func TestGRPCServerDeadlineAnswer(t *testing.T) {
+	t.Parallel()
+	h := &expiredHealth{}
+	port := startGRPC(t, func(s *grpc.Server) { healthpb.RegisterHealthServer(s, h) })
+	p := New(nil, Options{})
+	res, out, err := p.grpc.probe(context.Background(), "127.0.0.1", "", port, time.Second)
+	if err != nil || res != Failure || out != "timeout: health rpc did not complete within 1s" {
+		t.Errorf("probe = %v, %q, %v; want failure with the RPC timeout text", res, out, err)
+	}
+	if n := h.calls.Load(); n != 1 {
+		t.Errorf("server saw %d checks; want 1 (no fallback)", n)
 	}
 }

@@ -111,3 +111,23 @@ func httpSpec(path string, port int, headers ...v1.HTTPHeader) *v1.Probe {
 }
 
 func hdr(name, value string) v1.HTTPHeader { return v1.HTTPHeader{Name: name, Value: value} }
+
+// probe runs req through the shared Transport, as a probe the host policy
+// does not scope runs.
+func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, string, error) {
+	return p.send(&http.Client{Timeout: timeout, Transport: p.transport, CheckRedirect: scope{}.redirectPolicy}, req, nil)
+}
+
+// probe runs one plaintext health check of host:port on a new connection.
+func (p *grpcProber) probe(ctx context.Context, host, service string, port int, timeout time.Duration) (Result, string, error) {
+	return p.check(ctx, nil, scopeOf(p.guard, Target{PodIP: host}), false, host, service, port, timeout)
+}
+
+// probeSession runs one plaintext health check of host:port, on s's kept
+// connection when keepAlive.
+func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive bool, host, service string, port int, timeout time.Duration) (Result, string, error) {
+	if !keepAlive {
+		s = nil
+	}
+	return p.check(ctx, s, scopeOf(p.guard, Target{PodIP: host}), false, host, service, port, timeout)
+}

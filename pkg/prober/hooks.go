@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -24,35 +23,24 @@ func NewHTTPGetRequest(ctx context.Context, action *v1.HTTPGetAction, target Tar
 	return newHTTPRequest(ctx, action, target, userAgent)
 }
 
-// WithHostScope returns ctx carrying what GuardedDialer and CheckRedirect
-// need to judge a connection made for target's pod: the guard and the pod's
-// IPs (always allowed). Without it an active guard refuses every connection.
-func WithHostScope(ctx context.Context, g *HostGuard, target Target) context.Context {
-	return withDialScope(ctx, g, target)
-}
-
-// GuardedDialer returns a dialer that checks every address it connects to
-// against g, with the scope WithHostScope put in the dial's context, right
-// before connect(2); a refused address gets nothing sent and a
-// *RefusedError. A nil or kubelet-policy guard checks nothing. Unlike the
+// GuardedDialer returns a dialer for connections made for target's pod: it
+// checks every address it connects to against g right before connect(2),
+// the pod's own IPs always allowed; a refused address gets nothing sent and
+// a *RefusedError. A nil or kubelet-policy guard checks nothing. Unlike the
 // probes' dialer it sets no SO_LINGER: it is the plain dialer the kubelet's
 // lifecycle client uses, plus the check.
-func GuardedDialer(g *HostGuard) *net.Dialer {
-	d := &net.Dialer{}
-	if g.active() {
-		d.ControlContext = func(ctx context.Context, _, address string, _ syscall.RawConn) error {
-			return checkDialAddr(ctx, g, address)
-		}
-	}
+func GuardedDialer(g *HostGuard, target Target) *net.Dialer {
+	d := scopeOf(g, target).dialer(false)
+	d.KeepAlive = 0
 	return d
 }
 
-// CheckRedirect is an http.Client's CheckRedirect with the probes' rule,
-// which is the kubelet's for lifecycle hooks too (RedirectChecker(false)):
-// follow redirects to the same host only, at most 10, and never to an
-// address the host policy refuses.
-func CheckRedirect(req *http.Request, via []*http.Request) error {
-	return checkRedirect(req, via)
+// RedirectPolicy is an http.Client's CheckRedirect for requests made for
+// target's pod, with the probes' rule, which is the kubelet's for lifecycle
+// hooks too (RedirectChecker(false)): follow redirects to the same host
+// only, at most 10, and never to an address g refuses.
+func RedirectPolicy(g *HostGuard, target Target) func(req *http.Request, via []*http.Request) error {
+	return scopeOf(g, target).redirectPolicy
 }
 
 // IsRefused reports whether err, however wrapped, is a host policy refusal.

@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -16,20 +17,6 @@ import (
 // DefaultNodeAddressRefresh is how often a HostGuard rereads the node's
 // own addresses.
 const DefaultNodeAddressRefresh = time.Minute
-
-// metadataAddrs are the well-known cloud metadata endpoints that are not
-// link-local themselves (169.254.169.254 and the other link-local ones are
-// refused with all of 169.254.0.0/16 and fe80::/10).
-var metadataAddrs = map[netip.Addr]bool{
-	netip.MustParseAddr("169.254.169.254"): true, // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean, ...
-	netip.MustParseAddr("fd00:ec2::254"):   true, // AWS IMDS over IPv6
-	netip.MustParseAddr("fd20:ce::254"):    true, // GCP metadata server over IPv6
-	netip.MustParseAddr("100.100.100.200"): true, // Alibaba Cloud
-}
-
-// nat64Prefix is the well-known NAT64 prefix (RFC 6052): 64:ff9b::a.b.c.d
-// reaches a.b.c.d through the node's NAT64 gateway, so it is judged as a.b.c.d.
-var nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
 
 // RefusedError is a probe address the host policy refuses. Nothing is sent
 // to a refused address: it is refused before connect(2).
@@ -169,7 +156,7 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 	ifAddrs, err := g.opts.InterfaceAddrs()
 	if err != nil {
 		klog.ErrorS(err, "Reading the node's interface addresses; keeping the previous ones")
-		maps(next, prev)
+		maps.Copy(next, prev)
 	}
 	for _, a := range ifAddrs {
 		next[canonical(a)] = true
@@ -178,31 +165,16 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 		nodeAddrs, err := g.opts.NodeAddrs(ctx)
 		if err != nil {
 			klog.V(2).InfoS("Reading the Node's status addresses; keeping the previous ones", "err", err)
-			maps(next, prev)
+			maps.Copy(next, prev)
 		}
 		for _, a := range nodeAddrs {
 			next[canonical(a)] = true
 		}
 	}
-	if len(next) != len(prev) || !containsAll(prev, next) {
+	if !maps.Equal(prev, next) {
 		klog.V(2).InfoS("Node addresses for the probe host policy", "policy", g.policy, "addresses", sortedAddrs(next))
 	}
 	g.node.Store(&next)
-}
-
-func maps(dst, src map[netip.Addr]bool) {
-	for a := range src {
-		dst[a] = true
-	}
-}
-
-func containsAll(a, b map[netip.Addr]bool) bool {
-	for k := range b {
-		if !a[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // NodeAddrs returns the node addresses the guard currently refuses, sorted.
@@ -214,12 +186,7 @@ func (g *HostGuard) NodeAddrs() []netip.Addr {
 }
 
 func sortedAddrs(m map[netip.Addr]bool) []netip.Addr {
-	out := make([]netip.Addr, 0, len(m))
-	for a := range m {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	return out
+	return slices.SortedFunc(maps.Keys(m), netip.Addr.Compare)
 }
 
 // InterfaceAddrs lists the addresses of every local network interface,
@@ -282,20 +249,17 @@ func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
 	return nil
 }
 
-// nodeLocal says why deny-node-local refuses a canonical address, or "".
+// nodeLocal says why deny-node-local refuses a canonical address, or "":
+// the fixed rules (hostguard_table.go), the node's own addresses, and
+// either of those behind a NAT64 prefix.
 func (g *HostGuard) nodeLocal(a netip.Addr) string {
-	switch {
-	case metadataAddrs[a] || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
-		return refusedLinkLocal
-	case a.IsLoopback():
-		return refusedLoopback
-	case a.IsUnspecified():
-		return refusedUnspecified
-	case (*g.node.Load())[a]:
+	if r := fixedNodeLocal(a); r != "" {
+		return r
+	}
+	if (*g.node.Load())[a] {
 		return refusedNode
-	case a.Is6() && nat64Prefix.Contains(a):
-		b := a.As16()
-		v4 := netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	for _, v4 := range nat64Embedded(a) {
 		if r := g.nodeLocal(v4); r != "" {
 			return fmt.Sprintf("NAT64 for %s, which is %s", v4, r)
 		}

@@ -5,92 +5,58 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"slices"
 	"syscall"
 )
 
-// dialScope is what the probe dialer needs to judge a connection: the
-// guard and the IPs of the pod being probed. Prober.Probe puts it in the
-// probe's context; the dialer finds it there for the first connection and
-// for every redirect.
-type dialScope struct {
+// Every connection a network probe opens is dialed by a net.Dialer made
+// here, and every one of them passes the host policy: the dialer's
+// ControlContext runs after the name (if any) was resolved and right before
+// connect(2), with the exact address about to be connected, so nothing is
+// ever sent to an address the policy refuses. The pod whose probe it is
+// (its IPs are always allowed) is bound into the dialer as a scope; it
+// never travels in a context.
+
+// scope is what the host policy needs to judge one probe's connections: the
+// guard and the probed pod's own IPs. A nil guard, or the kubelet policy,
+// checks nothing.
+type scope struct {
 	guard  *HostGuard
 	podIPs []netip.Addr
 }
 
-type dialScopeKey struct{}
-
-// withDialScope returns ctx carrying the guard and target's pod IPs, or ctx
-// itself when the guard checks nothing.
-func withDialScope(ctx context.Context, g *HostGuard, target Target) context.Context {
+// scopeOf returns the scope of probes of target's pod: status.podIPs and
+// the pod IP.
+func scopeOf(g *HostGuard, target Target) scope {
 	if !g.active() {
-		return ctx
+		return scope{}
 	}
 	ips := ParsePodIPs(target.PodIPs...)
-	if pod := ParsePodIPs(target.PodIP); len(pod) == 1 && !containsAddr(ips, pod[0]) {
+	if pod := ParsePodIPs(target.PodIP); len(pod) == 1 && !slices.Contains(ips, pod[0]) {
 		ips = append(ips, pod[0])
 	}
-	return context.WithValue(ctx, dialScopeKey{}, &dialScope{guard: g, podIPs: ips})
+	return scope{guard: g, podIPs: ips}
 }
 
-// copyDialScope copies from's scope, if any, into to: for dials that run
-// under a context of their own (gRPC's).
-func copyDialScope(to, from context.Context) context.Context {
-	if s, ok := from.Value(dialScopeKey{}).(*dialScope); ok {
-		return context.WithValue(to, dialScopeKey{}, s)
-	}
-	return to
-}
+func (s scope) active() bool { return s.guard.active() }
 
-func scopeFrom(ctx context.Context) (*dialScope, bool) {
-	s, ok := ctx.Value(dialScopeKey{}).(*dialScope)
-	return s, ok
-}
-
-func containsAddr(list []netip.Addr, a netip.Addr) bool {
-	for _, b := range list {
-		if b == a {
-			return true
-		}
-	}
-	return false
-}
-
-// checkHost applies the probe's scope to a host as written; nil without a scope.
-func checkHost(ctx context.Context, host string) error {
-	s, ok := scopeFrom(ctx)
-	if !ok {
+// checkHost judges a host as written (httpGet.host, tcpSocket.host, a
+// redirect's host or the pod IP) before anything is dialed: an IP literal,
+// or no host at all, is refused at once; a name is judged when it is
+// dialed, by the addresses it resolves to.
+func (s scope) checkHost(host string) error {
+	if !s.active() {
 		return nil
 	}
 	return s.guard.CheckHost(host, s.podIPs)
 }
 
-// errNoDialScope guards against a probe path that forgot its scope: with
-// an active policy such a connection is refused rather than left unchecked.
-var errNoDialScope = errors.New("probe connection without a host policy scope refused (a bug in probed)")
-
-// guardedControl returns the probe dialer's ControlContext. It runs on the
-// socket after the name (if any) was resolved and right before connect(2),
-// with the exact address about to be connected: that is the address the
-// policy judges, so nothing is ever sent to a refused one. Then it sets
-// SO_LINGER as lingerControl does.
-func guardedControl(g *HostGuard) func(ctx context.Context, network, address string, c syscall.RawConn) error {
-	return func(ctx context.Context, network, address string, c syscall.RawConn) error {
-		if err := checkDialAddr(ctx, g, address); err != nil {
-			return err
-		}
-		return lingerControl(network, address, c)
-	}
-}
-
-// checkDialAddr is guardedControl's policy check alone.
-func checkDialAddr(ctx context.Context, g *HostGuard, address string) error {
-	if !g.active() {
+// checkAddr judges the address a dialer is about to connect to.
+func (s scope) checkAddr(address string) error {
+	if !s.active() {
 		return nil
-	}
-	s, ok := scopeFrom(ctx)
-	if !ok {
-		return errNoDialScope
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -99,18 +65,63 @@ func checkDialAddr(ctx context.Context, g *HostGuard, address string) error {
 	return s.guard.CheckAddr(ap.Addr(), s.podIPs)
 }
 
+// dialer returns the dialer for the scope's connections.
+//
+// With linger it is the kubelet's ProbeDialer: SO_LINGER 1s, which the
+// kubelet sets hoping to shorten TIME-WAIT (kubernetes issue 89898); on
+// Linux it only makes close(2) wait until the FIN is acknowledged. Without
+// it, close(2) returns at once and the kernel sends the same FIN in the
+// background: the TCP prober's close, which sends nothing after the
+// handshake and so has no unsent data a FIN could lose.
+//
+// KeepAlive -1: a probe's connection lives for milliseconds (or, kept
+// alive, is used every period), so the four keep-alive setsockopts per dial
+// would be pure cost.
+func (s scope) dialer(linger bool) *net.Dialer {
+	d := &net.Dialer{KeepAlive: -1}
+	switch {
+	case s.active():
+		d.ControlContext = func(_ context.Context, network, address string, c syscall.RawConn) error {
+			if err := s.checkAddr(address); err != nil {
+				return err
+			}
+			if linger {
+				return lingerControl(network, address, c)
+			}
+			return nil
+		}
+	case linger:
+		d.Control = lingerControl
+	}
+	return d
+}
+
+// redirectPolicy is an http.Client's CheckRedirect: the kubelet's rule
+// (RedirectChecker(false): the same host only, any port, at most 10), then
+// the host policy on the redirect's host as written. A redirect to a name
+// is judged when it is dialed, by the addresses the name resolves to.
+func (s scope) redirectPolicy(req *http.Request, via []*http.Request) error {
+	// A redirect to another host is never followed (the kubelet's Warning),
+	// so it sends nothing anywhere and needs no policy check.
+	if req.URL.Hostname() != via[0].URL.Hostname() {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= maxRedirects {
+		return errors.New("stopped after 10 redirects")
+	}
+	if err := s.checkHost(req.URL.Hostname()); err != nil {
+		return fmt.Errorf("redirect refused: %w", err)
+	}
+	return nil
+}
+
+// maxRedirects is how many requests one probe may make, as in Go's and the
+// kubelet's redirect policy: the 10th redirect in a row is refused.
+const maxRedirects = 10
+
 // isRefused reports whether err, however wrapped (url.Error, net.OpError),
 // is a host policy refusal.
 func isRefused(err error) bool {
 	var re *RefusedError
-	return errors.As(err, &re) || errors.Is(err, errNoDialScope)
-}
-
-// newGuardedDialer returns the probe dialer with the guard's check on every
-// connection; a nil or kubelet guard gives newProbeDialer's dialer.
-func newGuardedDialer(g *HostGuard) *net.Dialer {
-	if !g.active() {
-		return newProbeDialer()
-	}
-	return &net.Dialer{ControlContext: guardedControl(g), KeepAlive: -1}
+	return errors.As(err, &re)
 }

@@ -19,8 +19,7 @@ func TestGuardedDialerSetsLinger(t *testing.T) {
 	}
 	defer func() { _ = l.Close() }()
 	g := guardFor(HostPolicyDenyNodeLocal)
-	ctx := withDialScope(context.Background(), g, podTarget)
-	c, err := newGuardedDialer(g).DialContext(ctx, "tcp", l.Addr().String())
+	c, err := scopeOf(g, podTarget).dialer(true).DialContext(context.Background(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,20 @@ func TestHostGuardRules(t *testing.T) {
 		{"::ffff:169.254.169.254", linkLoc, notPod},
 		{"64:ff9b::a9fe:a9fe", "NAT64 for 169.254.169.254", notPod},
 		{"64:ff9b::7f00:1", "NAT64 for 127.0.0.1", notPod},
+		// Azure's WireServer, and Scaleway's metadata over IPv6 (issue 20).
+		{"168.63.129.16", linkLoc, notPod},
+		{"::ffff:168.63.129.16", linkLoc, notPod},
+		{"64:ff9b::a83f:8110", "NAT64 for 168.63.129.16, which is link-local/metadata", notPod},
+		{"fd00:42::42", linkLoc, notPod},
+		// The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215), in each
+		// RFC 6052 layout a network may carve out of it.
+		{"64:ff9b:1::a9fe:a9fe", "NAT64 for 169.254.169.254", notPod},           // /96
+		{"64:ff9b:1:0:a9:fea9:fe00:0", "NAT64 for 169.254.169.254", notPod},     // /64
+		{"64:ff9b:1:a9:fe:a9fe::", "NAT64 for 169.254.169.254", notPod},         // /56
+		{"64:ff9b:1:a9fe:a9:fe00::", "NAT64 for 169.254.169.254", notPod},       // /48
+		{"64:ff9b:1::7f00:1", "NAT64 for 127.0.0.1, which is loopback", notPod}, // /96
+		{"64:ff9b:1::a14:7", "NAT64 for 10.20.0.7, which is an address of this node", notPod},
+		{"64:ff9b:1::a83f:8110", "NAT64 for 168.63.129.16", notPod},
 		// Unspecified addresses reach this node.
 		{"0.0.0.0", unspec, notPod},
 		{"::", unspec, notPod},
@@ -104,6 +118,11 @@ func TestHostGuardRules(t *testing.T) {
 		{"192.0.2.10", ok, notPod},
 		{"2001:db8::8", ok, notPod},
 		{"64:ff9b::808:808", ok, notPod},
+		{"64:ff9b:1::808:808", ok, notPod},      // 8.8.8.8, /96 layout
+		{"64:ff9b:1:808:8:800::", ok, notPod},   // 8.8.8.8, /48 layout
+		{"64:ff9b:1:0:8:808:800:0", ok, notPod}, // 8.8.8.8, /64 layout
+		{"168.63.129.17", ok, notPod},
+		{"fd00:42::43", ok, notPod},
 		{"100.100.100.201", ok, notPod},
 	}
 	check := func(t *testing.T, g *HostGuard, addr, want string) {

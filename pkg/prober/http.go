@@ -1,7 +1,6 @@
 package prober
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -9,195 +8,154 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 )
 
-// An httpGet probe, top to bottom: the request is built as the kubelet
-// builds it and rendered once per worker into a template; plain http to an
-// IP literal then takes one exchange on one connection (http_exchange.go),
-// anything else goes through net/http configured as the kubelet's; either
-// way the response is judged as the kubelet's DoHTTPProbe judges it.
+// An httpGet probe, top to bottom, as the kubelet's pkg/probe/http runs it:
+// the request is built as NewRequestForHTTPGetAction builds it; one GET goes
+// through net/http's Client, on a Transport configured as the kubelet's
+// (keep-alives off, no proxy, no compression, TLS without verification,
+// apimachinery's SetTransportDefaults; for protocol HTTP2, its h2c
+// Transport), following redirects by the kubelet's rule; the body is read
+// up to 10 KiB and judged as DoHTTPProbe judges it.
 //
-// No request is ever sent twice: once the exchange has written its request,
-// the answer is read and judged on that connection. Whatever the exchange
-// does not judge itself (1xx, 3xx, chunked, malformed, a transport error) is
-// handed, with the bytes already read, to an http.Client over the same
-// connection, so net/http words it and follows redirects exactly as the
-// kubelet's client would. Only a dial that failed, before anything was sent,
-// is retried by net/http.
+// What probed adds: the host policy, in the dialer and on redirects
+// (hostguard_dial.go); the opt-in response checks (HTTPCheck) and
+// keep-alive; and transport errors that do not quote the response
+// (withholdResponseBytes).
 
-// maxRedirects is how many requests one probe may make, as in Go's and the
-// kubelet's redirect policy: the 10th redirect in a row is refused.
-const maxRedirects = 10
-
-// maxClients bounds the shared clients, one per distinct timeout.
-const maxClients = 64
-
-// httpProber runs httpGet probes. Its transport is built once and shared by
-// all probes: keep-alives are off, so sharing costs no connection reuse, and
-// probes then allocate no transport of their own.
+// httpProber runs httpGet probes.
 type httpProber struct {
-	// transport is the kubelet's; its dialer first looks for a connection
-	// handed over by an exchange (see handover).
-	transport *http.Transport
-	// fastDialer dials the exchange's connections.
-	fastDialer *net.Dialer
-	// noFast turns the exchange off (--probe-fast-paths=false).
-	noFast bool
-
-	// clients holds one immutable *http.Client per probe timeout. The
-	// client's own Timeout (not a context deadline) is what the kubelet uses,
-	// and its error texts ("Client.Timeout exceeded ...") reach users in
-	// events. Timeouts are mostly whole seconds, so the map stays tiny;
-	// past maxClients (millisecond timeouts) a client is made per probe.
-	mu      sync.RWMutex
-	clients map[time.Duration]*http.Client
+	userAgent string
+	guard     *HostGuard
+	// transport and h2c serve every probe whose connections the host
+	// policy does not scope to its pod (--probe-host-policy=kubelet) and
+	// that keeps no connection: one Transport for all, as in the kubelet.
+	// Other probes use their worker's own (see transportFor).
+	transport, h2c *http.Transport
 }
 
-// newHTTPProber returns the HTTP prober; guard (which may be nil) checks
-// every connection, and every redirect.
-func newHTTPProber(guard *HostGuard) *httpProber {
-	dialer := newGuardedDialer(guard)
-	t := &http.Transport{
-		// Probes target pods that mostly serve self-signed certificates.
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity
-		DisableKeepAlives: true,
-		// Never go through the node's HTTP_PROXY: pods are reached directly.
-		// A non-nil func also stops SetTransportDefaults from installing one.
-		Proxy: http.ProxyURL(nil),
-		// Without this Go adds Accept-Encoding: gzip, which the kubelet does not send.
-		DisableCompression: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if c := handedOver(ctx, addr); c != nil {
-				return c, nil
-			}
-			return dialer.DialContext(ctx, network, addr)
-		},
-	}
-	// The kubelet's defaults: TLS handshake and idle timeouts, and HTTP/2 over
-	// TLS when the pod offers it.
+func newHTTPProber(userAgent string, guard *HostGuard) *httpProber {
 	return &httpProber{
-		transport:  utilnet.SetTransportDefaults(t),
-		fastDialer: newFINDialer(guard),
-		clients:    map[time.Duration]*http.Client{},
+		userAgent: userAgent,
+		guard:     guard,
+		transport: newTransport(scope{}, false, false),
+		h2c:       newTransport(scope{}, true, false),
 	}
+}
+
+// newTransport returns a Transport configured as the kubelet's probe
+// Transport (or, with h2c, as its h2c Transport: HTTP/2 over cleartext
+// with prior knowledge, nothing else), dialing through s. keepAlive keeps
+// the connection between probes ("probed.io/keepAlive").
+func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
+	dial := s.dialer(true).DialContext
+	if h2c {
+		t := &http.Transport{
+			DisableKeepAlives:  !keepAlive,
+			Proxy:              http.ProxyURL(nil),
+			DisableCompression: true,
+			DialContext:        dial,
+			Protocols:          new(http.Protocols),
+		}
+		t.Protocols.SetUnencryptedHTTP2(true)
+		return t
+	}
+	// SetTransportDefaults adds the kubelet's TLS handshake and idle
+	// timeouts and HTTP/2 over TLS when the pod offers it; a non-nil Proxy
+	// stops it from installing the node's.
+	return utilnet.SetTransportDefaults(&http.Transport{
+		// Probes target pods that mostly serve self-signed certificates.
+		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity
+		DisableKeepAlives:  !keepAlive,
+		Proxy:              http.ProxyURL(nil),
+		DisableCompression: true, // no Accept-Encoding: gzip, which the kubelet does not send
+		DialContext:        dial,
+	})
 }
 
 // run carries out one httpGet probe.
-func (p *httpProber) run(ctx context.Context, action *v1.HTTPGetAction, target Target, userAgent string, timeout time.Duration) (Result, string, error) {
-	t, conn := target.Session.takeHTTP(action, target)
-	if t == nil {
-		var err error
-		if t, err = buildHTTPTemplate(action, target, userAgent); err != nil {
-			klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
-			return Unknown, "", err
-		}
+func (p *httpProber) run(ctx context.Context, action *v1.HTTPGetAction, target Target, timeout time.Duration) (Result, string, error) {
+	req, err := newHTTPRequest(ctx, action, target, p.userAgent)
+	if err != nil {
+		klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
+		return Unknown, "", err
 	}
-	res, out, err, kept := p.runTemplate(ctx, t, conn, action, target, userAgent, timeout)
-	target.Session.putHTTP(t, kept)
-	return res, out, err
-}
-
-// runTemplate runs t's probe; conn is the connection kept from the last
-// probe (keep-alive mode), kept the one to keep for the next.
-func (p *httpProber) runTemplate(ctx context.Context, t *httpTemplate, conn *net.TCPConn,
-	action *v1.HTTPGetAction, target Target, userAgent string, timeout time.Duration) (res Result, out string, err error, kept *net.TCPConn) {
-	if err := checkHost(ctx, t.hostname); err != nil {
-		closeConn(conn)
-		return Unknown, "", err, nil
+	sc := scopeOf(p.guard, target)
+	if err := sc.checkHost(req.URL.Hostname()); err != nil {
+		return Unknown, "", err
+	}
+	h2c := action.Protocol != nil && *action.Protocol == v1.HTTPProtocolHTTP2
+	if _, named := req.Header["Connection"]; target.KeepAlive && !named {
+		// What earlier releases sent: an HTTP/1.0-minded server then keeps
+		// the connection too. HTTP/2 drops the header.
+		req.Header.Set("Connection", "keep-alive")
 	}
 	if v := klog.V(4); v.Enabled() {
-		v.InfoS("HTTP probe", "url", t.url, "headers", action.HTTPHeaders, "timeout", timeout, "keepAlive", target.KeepAlive)
+		v.InfoS("HTTP probe", "url", req.URL.String(), "headers", action.HTTPHeaders, "timeout", timeout, "h2c", h2c, "keepAlive", target.KeepAlive)
 	}
-	var over *handover
-	var c *http.Client
-	if t.fast && !p.noFast {
-		x := p.exchange(ctx, t, conn, timeout, target.HTTPCheck)
-		if x.done {
-			return x.res, x.out, x.err, x.keep
-		}
-		// net/http gets the rest of the timeout, and the connection if the
-		// request was sent on it (if not, it dials). The client is for this
-		// probe only: the shared ones are per whole timeout.
-		over = x.over
-		klog.V(4).InfoS("HTTP probe answer left to net/http", "url", t.url, "requestSent", over != nil)
-		ctx = withHandover(ctx, over)
-		c = &http.Client{Timeout: x.left, Transport: p.transport, CheckRedirect: checkRedirect}
-	} else {
-		c = p.client(timeout)
-	}
-	req, err := newHTTPRequest(ctx, action, target, userAgent)
-	if err != nil {
-		over.release()
-		return Unknown, "", err, nil
-	}
-	res, out, err = p.send(c, req, target.HTTPCheck)
-	over.release()
-	return res, out, err, nil
+	t := p.transportFor(sc, h2c, target)
+	defer target.Session.releaseHTTP(t)
+	c := &http.Client{Timeout: timeout, Transport: t, CheckRedirect: sc.redirectPolicy}
+	return p.send(c, req, target.HTTPCheck)
 }
 
-// client returns the shared client for a timeout.
-func (p *httpProber) client(timeout time.Duration) *http.Client {
-	p.mu.RLock()
-	c, ok := p.clients[timeout]
-	p.mu.RUnlock()
-	if ok {
-		return c
+// transportFor returns the Transport of one probe: the shared one, unless
+// the host policy binds the probe's dialer to its pod or the probe keeps
+// its connection; then its worker's own, which the worker's Session keeps
+// between probes (without a Session, one for this probe alone).
+func (p *httpProber) transportFor(sc scope, h2c bool, target Target) *http.Transport {
+	switch {
+	case sc.active() || target.KeepAlive:
+		return target.Session.httpTransport(sc, h2c, target.KeepAlive)
+	case h2c:
+		return p.h2c
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.clients[timeout]; ok {
-		return c
-	}
-	c = &http.Client{
-		Timeout:       timeout,
-		Transport:     p.transport,
-		CheckRedirect: checkRedirect,
-	}
-	if len(p.clients) < maxClients {
-		p.clients[timeout] = c
-	}
-	return c
-}
-
-// probe sends req through the shared client for timeout.
-func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, string, error) {
-	return p.send(p.client(timeout), req, nil)
+	return p.transport
 }
 
 // send sends req with c and judges the response as the kubelet's
-// DoHTTPProbe does, then applies check (nil: none). Transport errors, timeouts included, are a Failure
-// carrying the error text and a nil error; only a failure to read the body,
-// and a connection or redirect the host policy refuses, are errors.
+// DoHTTPProbe does, then applies check (nil: none). Transport errors,
+// timeouts included, are a Failure carrying the error text and a nil
+// error; only a failure to read the body, and a connection or redirect the
+// host policy refuses, are errors.
 func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
+	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
 		if isRefused(err) {
 			return Unknown, "", err
 		}
-		return Failure, err.Error(), nil
+		return Failure, withholdResponseBytes(err), nil
 	}
 	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body of a 101 is the connection itself, which net/http leaves
+		// out of Client.Timeout and the request's context: the kubelet
+		// would read it for ever. It gets the timeout and a second.
+		cut := time.AfterFunc(time.Until(start.Add(c.Timeout+switchingGrace)), func() { _ = resp.Body.Close() })
+		defer cut.Stop()
+	}
 
 	body, truncated, err := readAtMost(resp.Body, MaxOutputBytes)
 	if err != nil {
+		if text := withholdResponseBytes(err); text != err.Error() {
+			err = errors.New(text)
+		}
 		return Failure, "", err
 	}
-	code := resp.StatusCode
 	if v := klog.V(4); v.Enabled() {
-		v.InfoS("HTTP probe response", "url", req.URL, "status", code, "truncated", truncated, "body", string(body))
+		v.InfoS("HTTP probe response", "url", req.URL, "status", resp.StatusCode, "proto", resp.Proto, "truncated", truncated, "body", string(body))
 	}
-	res, out := httpOutcome(code, body, check)
+	res, out := httpOutcome(resp.StatusCode, body, check)
 	return res, out, nil
 }
 
@@ -209,33 +167,88 @@ func readAtMost(r io.Reader, limit int64) (data []byte, truncated bool, err erro
 	return data, lr.N <= 0, err
 }
 
-// checkRedirect applies the kubelet's sameHostRedirects, then refuses a
-// followed redirect to an address the host policy refuses. A redirect to a
-// name is judged when it is dialed, by the addresses the name resolves to.
-func checkRedirect(req *http.Request, via []*http.Request) error {
-	// A redirect to another host is never followed (the kubelet's Warning),
-	// so it sends nothing anywhere and needs no policy check.
-	if err := sameHostRedirects(req, via); err != nil {
-		return err
+// httpOutcome judges a response as the kubelet's DoHTTPProbe does, then
+// applies check (which may be nil). body is at most MaxOutputBytes.
+func httpOutcome(code int, body []byte, check *HTTPCheck) (Result, string) {
+	if check == nil {
+		return kubeletHTTPOutcome(code, body)
 	}
-	if err := checkHost(req.Context(), req.URL.Hostname()); err != nil {
-		return fmt.Errorf("redirect refused: %w", err)
+	if len(check.Status) > 0 && !slices.Contains(check.Status, code) {
+		// Which codes were wanted, never the body (kubernetes issue 99425).
+		return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d (probed.io/expectStatus: %v)", code, check.Status)
 	}
-	return nil
+	if len(check.Status) == 0 && (code < http.StatusOK || code >= http.StatusBadRequest) {
+		return kubeletHTTPOutcome(code, body)
+	}
+	if check.Body != nil && !check.Body.Match(body) {
+		return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d (body does not match probed.io/expectBody %q)", code, check.Body.String())
+	}
+	if len(check.Status) > 0 {
+		// An expected code passes as such, a 3xx included.
+		return Success, string(body)
+	}
+	return kubeletHTTPOutcome(code, body)
 }
 
-// sameHostRedirects follows redirects to the probed host only (any port), so
-// that a probe cannot be bounced to some other machine. A redirect elsewhere
-// ends the probe with the redirect response itself, which then becomes a
-// Warning. It keeps no state: the via chain is per request.
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
+// kubeletHTTPOutcome judges a response as the kubelet's DoHTTPProbe does.
+func kubeletHTTPOutcome(code int, body []byte) (Result, string) {
+	switch {
+	case code >= http.StatusOK && code < http.StatusMultipleChoices:
+		return Success, string(body)
+	case code >= http.StatusMultipleChoices && code < http.StatusBadRequest:
+		// Only a redirect we chose not to follow gets here.
+		return Warning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)
 	}
-	if len(via) >= maxRedirects {
-		return errors.New("stopped after 10 redirects")
+	// The body is deliberately left out of what users see (kubernetes issue 99425).
+	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
+}
+
+// switchingGrace is how long past its timeout a probe reads the body of a
+// 101 Switching Protocols answer.
+const switchingGrace = time.Second
+
+// withheld stands in for the response bytes a transport error quoted.
+const withheld = `"<withheld>"`
+
+// withholdResponseBytes returns err's text, in the kubelet's shape, with
+// what net/http quoted of the response replaced by withheld: every Go-quoted
+// string after the request's `Get "URL": ` (a malformed status or header
+// line, a bad Content-Length or transfer coding, a Location that does not
+// parse, an HTTP/2 GOAWAY's debug data). The kubelet publishes these texts
+// in events as they are; probed also writes them into pod conditions, and a
+// header line can carry a secret of whatever the probe reached (issue 20).
+// The URL stays: it is the probe's own, or a same-host redirect's.
+func withholdResponseBytes(err error) string {
+	text := err.Error()
+	start := 0
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if prefix := ue.Op + " " + strconv.Quote(ue.URL) + ": "; strings.HasPrefix(text, prefix) {
+			start = len(prefix)
+		}
 	}
-	return nil
+	rest := text[start:]
+	if !strings.Contains(rest, `"`) {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text[:start])
+	for {
+		i := strings.IndexByte(rest, '"')
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		b.WriteString(rest[:i])
+		q, qerr := strconv.QuotedPrefix(rest[i:])
+		if qerr != nil {
+			b.WriteByte('"')
+			rest = rest[i+1:]
+			continue
+		}
+		b.WriteString(withheld)
+		rest = rest[i+len(q):]
+	}
 }
 
 // newHTTPRequest builds the GET request of an httpGet probe exactly as the
@@ -300,135 +313,41 @@ func probeHeaders(list []v1.HTTPHeader, userAgent string) http.Header {
 	return h
 }
 
-// httpTemplate is an httpGet probe rendered once per (spec, pod IP, ports):
-// the request as it goes on the wire and where to send it. A worker keeps
-// it in its Session until either changes.
-type httpTemplate struct {
-	// What it was built from.
-	action    *v1.HTTPGetAction
-	podIP     string
-	ports     *v1.ContainerPort
-	nports    int
-	keepAlive bool
-
-	// url is the request URL as net/http words it in errors and logs;
-	// hostname is what the host policy judges before anything is sent.
-	url      string
-	hostname string
-
-	// fast: the exchange may skip net/http (plain http to an IP literal,
-	// headers net/http would send unchanged). Otherwise only net/http runs.
-	fast bool
-	// addr is the IP literal and port; dialAddr the same as text.
-	addr     netip.AddrPort
-	dialAddr string
-	// wire is the request head, byte for byte what net/http's Transport
-	// writes for it, "Connection: close" included (keep-alive in keepAlive mode).
-	wire []byte
+// httpTransport returns the session's Transport for these inputs, made
+// when it has none or one for others (the old one's connections are
+// closed); a nil Session makes one for the probe alone. Pass it to
+// releaseHTTP after the probe.
+func (s *Session) httpTransport(sc scope, h2c, keepAlive bool) *http.Transport {
+	if s == nil {
+		return newTransport(sc, h2c, keepAlive)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.http; st != nil && st.h2c == h2c && st.keepAlive == keepAlive &&
+		st.sc.guard == sc.guard && slices.Equal(st.sc.podIPs, sc.podIPs) {
+		return st.t
+	}
+	if s.http != nil {
+		s.http.t.CloseIdleConnections()
+	}
+	s.http = &sessionTransport{t: newTransport(sc, h2c, keepAlive), sc: sc, h2c: h2c, keepAlive: keepAlive}
+	return s.http.t
 }
 
-// matches reports whether t was built from these inputs.
-func (t *httpTemplate) matches(action *v1.HTTPGetAction, target Target) bool {
-	return t != nil && t.action == action && t.podIP == target.PodIP &&
-		t.ports == unsafe.SliceData(target.Ports) && t.nports == len(target.Ports) &&
-		t.keepAlive == target.KeepAlive
-}
-
-// buildHTTPTemplate renders the probe's request through net/http itself
-// (newHTTPRequest, Request.Write) so that the exchange sends exactly what
-// the Transport would.
-func buildHTTPTemplate(action *v1.HTTPGetAction, target Target, userAgent string) (*httpTemplate, error) {
-	req, err := newHTTPRequest(context.Background(), action, target, userAgent)
-	if err != nil {
-		return nil, err
-	}
-	t := &httpTemplate{
-		action: action, podIP: target.PodIP,
-		ports: unsafe.SliceData(target.Ports), nports: len(target.Ports),
-		keepAlive: target.KeepAlive,
-		url:       req.URL.String(),
-		hostname:  req.URL.Hostname(),
-	}
-	addr, err := netip.ParseAddr(t.hostname)
-	port, perr := strconv.ParseUint(req.URL.Port(), 10, 16)
-	if !fastEligible(req) || err != nil || perr != nil || !plainAddr(addr) {
-		return t, nil
-	}
-	var b bytes.Buffer
-	if err := req.Write(&b); err != nil {
-		return t, nil
-	}
-	// Request.Write ends the head with an empty line; the Transport adds its
-	// Connection header (an "extra header") right before it.
-	head := bytes.TrimSuffix(b.Bytes(), []byte("\r\n"))
-	conn := "Connection: close\r\n\r\n"
-	if target.KeepAlive {
-		conn = "Connection: keep-alive\r\n\r\n"
-	}
-	t.fast = true
-	t.addr = netip.AddrPortFrom(addr, uint16(port))
-	t.dialAddr = t.addr.String()
-	t.wire = append(head, conn...)
-	return t, nil
-}
-
-// fastEligible reports whether net/http would send req as Request.Write
-// renders it plus "Connection: close": plain http, no userinfo, and no
-// header net/http treats specially or would refuse.
-func fastEligible(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.User != nil {
-		return false
-	}
-	for k, vv := range req.Header {
-		switch k {
-		case "Connection", "Content-Length", "Transfer-Encoding", "Trailer", "Upgrade":
-			return false
-		}
-		if !validFieldName(k) {
-			return false
-		}
-		for _, v := range vv {
-			if !validFieldValue(v) {
-				return false
-			}
+// releaseHTTP closes t's idle connections unless the session keeps t:
+// a probe that ran without a Session, raced Close, or outlived its
+// Transport leaves no connection behind.
+func (s *Session) releaseHTTP(t *http.Transport) {
+	if s != nil {
+		s.mu.Lock()
+		kept := !s.closed && s.http != nil && s.http.t == t
+		s.mu.Unlock()
+		if kept {
+			return
 		}
 	}
-	return true
-}
-
-// validFieldName is an RFC 9110 token, as the Transport requires.
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
+	if t.DisableKeepAlives {
+		return // it never keeps one (the shared Transports among them)
 	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldValue has no control byte but HTAB, as the Transport requires.
-func validFieldValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func isTokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return c < 0x80 && strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// plainAddr is an address that net formats the same way from a
-// netip.Addr as from its text: no zone, no IPv4-mapped IPv6.
-func plainAddr(a netip.Addr) bool {
-	return a.Zone() == "" && !a.Is4In6()
+	t.CloseIdleConnections()
 }

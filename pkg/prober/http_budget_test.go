@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// A response the exchange hands over to net/http is finished on the same
-// connection, within the probe's one timeout: the server answers after 70%
+// A slow answer (malformed, chunked) is read on the same connection, within
+// the probe's one timeout: the server answers after 70%
 // of the timeout, so a second request with a fresh timeout would take 1.4×
 // at the least, and one with what is left would time out. Bounds, not
 // speed: the probe must end within 1.5× its timeout, slack for a loaded

@@ -2,18 +2,14 @@ package prober
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"net"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 // scriptServer answers each connection with script, after reading the
@@ -120,8 +116,8 @@ func oneXXFlood() string {
 	return strings.Repeat(early, (11<<20)/len(early)) + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 }
 
-// TestHTTPOneRequestPerProbe serves each response to the probe (fast paths
-// on and off) and to the kubelet's HTTP prober (net/http configured as in
+// TestHTTPOneRequestPerProbe serves each response to the probe and to the
+// kubelet's HTTP prober (net/http configured as in
 // pkg/probe/http): result, output and error must be the kubelet's, and the
 // server must see exactly the kubelet's requests: one, whatever the answer,
 // plus a followed redirect's own request.
@@ -191,8 +187,7 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 		{name: "half a head then silence", script: silentAfter("HTTP/1.1 200 OK\r\nContent-")},
 		{name: "status line then silence", script: silentAfter("HTTP/1.1 200 OK\r\n")},
 	}
-	fast := New(nil, Options{})
-	off := New(nil, Options{DisableFastPaths: true})
+	probed := New(nil, Options{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newScriptServer(t, tc.script)
@@ -219,16 +214,11 @@ func TestHTTPOneRequestPerProbe(t *testing.T) {
 			if tc.want != "" && wr != tc.want {
 				t.Fatalf("the kubelet's result is %s %q %v; the case wants %s", wr, wo, we, tc.want)
 			}
-			for _, p := range []struct {
-				name string
-				p    *Prober
-			}{{"fast paths", fast}, {"fast paths off", off}} {
-				target := Target{PodIP: "127.0.0.1", Session: NewSession()}
-				gr, gout, ge := check(p.name, func() (Result, string, error) { return p.p.runOnce(context.Background(), spec, target) })
-				target.Session.Close()
-				if gr != wr || normalise(gout) != normalise(wo) || errText(ge) != errText(we) {
-					t.Errorf("%s: %s %q %v\nkubelet:    %s %q %v", p.name, gr, gout, ge, wr, wo, we)
-				}
+			target := Target{PodIP: "127.0.0.1", Session: NewSession()}
+			gr, gout, ge := check("probed", func() (Result, string, error) { return probed.runOnce(context.Background(), spec, target) })
+			target.Session.Close()
+			if gr != wr || normalise(gout) != normalise(wo) || errText(ge) != errText(we) {
+				t.Errorf("probed: %s %q %v\nkubelet: %s %q %v", gr, gout, ge, wr, wo, we)
 			}
 		})
 	}
@@ -239,112 +229,4 @@ func errText(err error) string {
 		return ""
 	}
 	return normalise(err.Error())
-}
-
-// TestHTTPFastPathRequestBytes: the fast path writes the same request head
-// as net/http, line for line, for every header shape a probe can declare.
-func TestHTTPFastPathRequestBytes(t *testing.T) {
-	headerSets := [][]string{
-		nil,
-		{"User-Agent", "my-agent/2"},
-		{"User-Agent", ""},
-		{"accept", "application/json"},
-		{"Accept", ""},
-		{"x-token", "one", "X-Token", "two"},
-		{"Host", "vhost.example"},
-		{"Host", "vhost.example:8080", "x-a", " padded "},
-		{"Zeta", "z", "alpha", "a", "Accept-Encoding", "gzip"},
-	}
-	paths := []string{"/hz", "/a b?x=1&y=%20", "", "/ünï", "relative"}
-	for _, set := range headerSets {
-		for _, path := range paths {
-			var hs []v1.HTTPHeader
-			for i := 0; i < len(set); i += 2 {
-				hs = append(hs, hdr(set[i], set[i+1]))
-			}
-			srv := newWireServer(t)
-			spec := httpSpec(path, srv.port(t), hs...)
-			target := Target{PodIP: "127.0.0.1"}
-			slow := New(nil, Options{})
-			slow.http.noFast = true
-			if r, out, err := slow.runOnce(context.Background(), spec, target); r != Success || err != nil {
-				t.Fatalf("net/http: %v %q %v", r, out, err)
-			}
-			fast := New(nil, Options{})
-			if r, out, err := fast.runOnce(context.Background(), spec, target); r != Success || err != nil {
-				t.Fatalf("fast: %v %q %v", r, out, err)
-			}
-			reqs := srv.requests()
-			if len(reqs) != 2 {
-				t.Fatalf("%d requests; want 2", len(reqs))
-			}
-			if strings.Join(reqs[0], "\n") != strings.Join(reqs[1], "\n") {
-				t.Errorf("headers %q path %q:\nnet/http %q\nfast     %q", set, path, reqs[0], reqs[1])
-			}
-		}
-	}
-}
-
-// TestHTTPFastPathTemplateCached: a session reuses its template and
-// rebuilds it when the pod IP changes.
-func TestHTTPFastPathTemplateCached(t *testing.T) {
-	srv := newScriptServer(t, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-	spec := httpSpec("/hz", srv.port(t))
-	s := NewSession()
-	defer s.Close()
-	p := New(nil, Options{})
-	target := Target{PodIP: "127.0.0.1", Session: s}
-	if r, _, err := p.runOnce(context.Background(), spec, target); r != Success || err != nil {
-		t.Fatal(r, err)
-	}
-	first, _ := s.takeHTTP(spec.HTTPGet, target)
-	if first == nil || !bytes.Contains(first.wire, []byte("Host: 127.0.0.1:")) {
-		t.Fatalf("template not kept: %+v", first)
-	}
-	_, _, _ = p.runOnce(context.Background(), spec, target)
-	if again, _ := s.takeHTTP(spec.HTTPGet, target); again != first {
-		t.Error("template rebuilt for the same inputs")
-	}
-	target.PodIP = "127.0.0.2"
-	if other, _ := s.takeHTTP(spec.HTTPGet, target); other != nil {
-		t.Error("template kept for another pod IP")
-	}
-}
-
-// TestHTTPFastPathsOff: with DisableFastPaths every httpGet probe goes
-// through net/http's Transport (which reports its connections to an
-// httptrace.ClientTrace); with fast paths on, a plain answer never does.
-func TestHTTPFastPathsOff(t *testing.T) {
-	srv := newScriptServer(t, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-	spec := httpSpec("/hz", srv.port(t))
-	for _, tc := range []struct {
-		opts     Options
-		keep     bool
-		wantConn int32 // connections net/http got, per probe
-	}{
-		{Options{}, false, 0},
-		{Options{}, true, 0},
-		{Options{DisableFastPaths: true}, false, 1},
-		{Options{DisableFastPaths: true}, true, 1},
-	} {
-		var got atomic.Int32
-		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-			GotConn: func(httptrace.GotConnInfo) { got.Add(1) },
-		})
-		p := New(nil, tc.opts)
-		target := Target{PodIP: "127.0.0.1", KeepAlive: tc.keep, Session: NewSession()}
-		before := srv.conns.Load()
-		for range 3 {
-			if r, out, err := p.runOnce(ctx, spec, target); r != Success || out != "ok" || err != nil {
-				t.Fatalf("%+v: probe = %v %q %v", tc, r, out, err)
-			}
-		}
-		target.Session.Close()
-		if n := got.Load(); n != 3*tc.wantConn {
-			t.Errorf("%+v keepAlive=%v: net/http got %d connections for 3 probes; want %d", tc.opts, tc.keep, n, 3*tc.wantConn)
-		}
-		if n := srv.conns.Load() - before; n != 3 {
-			t.Errorf("%+v keepAlive=%v: the server saw %d connections; want 3", tc.opts, tc.keep, n)
-		}
-	}
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/probed-dev/probed/internal/probetext"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -166,19 +166,9 @@ func kubeletProbe(client *http.Client, url string) (results.Result, string, []ev
 	return results.Failure, out, nil
 }
 
-// ephemeral matches the client's own address in socket error texts, which
-// differs between any two connections.
-var ephemeral = regexp.MustCompile(`127\.0\.0\.1:\d+->`)
-
-// clientTimeout matches the texts net/http gives a Client.Timeout; which of
-// them a given timeout gets depends on where the race with the timer lands,
-// in the kubelet as anywhere.
-var clientTimeout = regexp.MustCompile(`(context deadline exceeded|net/http: request canceled( [a-z]+)*|i/o timeout)( \(Client\.Timeout[^)]*\))?`)
-
-func normalise(s string) string {
-	s = ephemeral.ReplaceAllString(s, "127.0.0.1:X->")
-	return clientTimeout.ReplaceAllString(s, "<timeout>")
-}
+// normalise is the kubelet's text as probed publishes it, less what
+// differs between two probes of the same server (internal/probetext).
+func normalise(s string) string { return probetext.Normalise(probetext.Withheld(s)) }
 
 // maxQuotedOutput bounds a probe's output. Bodies are cut at MaxOutputBytes
 // (plus the Warning's prefix), but error texts quote parts of the response

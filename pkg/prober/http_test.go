@@ -378,15 +378,3 @@ func TestHTTPCancelled(t *testing.T) {
 		t.Errorf("events = %v; want none", ev)
 	}
 }
-
-// TestHTTPClientsShared: probes reuse one transport and one client per timeout.
-func TestHTTPClientsShared(t *testing.T) {
-	p := New(nil, Options{})
-	a, b, c := p.http.client(time.Second), p.http.client(time.Second), p.http.client(2*time.Second)
-	if a != b || a == c {
-		t.Errorf("clients: same timeout shared = %v, different timeout distinct = %v", a == b, a != c)
-	}
-	if a.Transport != c.Transport {
-		t.Error("clients do not share the transport")
-	}
-}

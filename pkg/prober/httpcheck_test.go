@@ -13,8 +13,7 @@ import (
 )
 
 // TestHTTPCheck runs httpGet probes with response checks against a real
-// loopback server, on the fast path and through net/http, and wants the
-// same result, message and events from both.
+// loopback server, and wants the result, message and event of each.
 func TestHTTPCheck(t *testing.T) {
 	big := strings.Repeat("a", MaxOutputBytes)
 	mux := http.NewServeMux()
@@ -26,7 +25,7 @@ func TestHTTPCheck(t *testing.T) {
 	mux.HandleFunc("/body/{text}", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(r.PathValue("text")))
 	})
-	// Chunked: the fast path hands it to net/http.
+	// Chunked, as well as delimited.
 	mux.HandleFunc("/chunked/{text}", func(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		_, _ = w.Write([]byte(r.PathValue("text")))
@@ -71,28 +70,26 @@ func TestHTTPCheck(t *testing.T) {
 			`HTTP probe failed with statuscode: 200 (body does not match probed.io/expectBody "MARK")`},
 		{"the first 10 KiB", "/big", &HTTPCheck{Body: re(`^a+$`)}, results.Success, big},
 	}
-	for _, fast := range []bool{true, false} {
-		p := New(nil, Options{DisableFastPaths: !fast})
-		for _, tc := range cases {
-			t.Run(fmt.Sprintf("fast=%v/%s", fast, tc.name), func(t *testing.T) {
-				var sink recordingSink
-				target := Target{PodIP: "127.0.0.1", HTTPCheck: tc.check, Session: NewSession()}
-				defer target.Session.Close()
-				res, out, err := p.Probe(context.Background(), Readiness, httpSpec(tc.path, port), target, &sink)
-				if err != nil {
-					t.Fatalf("error: %v", err)
+	p := New(nil, Options{})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sink recordingSink
+			target := Target{PodIP: "127.0.0.1", HTTPCheck: tc.check, Session: NewSession()}
+			defer target.Session.Close()
+			res, out, err := p.Probe(context.Background(), Readiness, httpSpec(tc.path, port), target, &sink)
+			if err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			if res != tc.want || out != tc.wantOut {
+				t.Fatalf("probe = %v, %.80q; want %v, %.80q", res, out, tc.want, tc.wantOut)
+			}
+			evs := sink.all()
+			if tc.want == results.Failure {
+				if len(evs) != 1 || evs[0].Message != "Readiness probe failed: "+tc.wantOut {
+					t.Errorf("events = %q; want one Unhealthy with the failure", evs)
 				}
-				if res != tc.want || out != tc.wantOut {
-					t.Fatalf("probe = %v, %.80q; want %v, %.80q", res, out, tc.want, tc.wantOut)
-				}
-				evs := sink.all()
-				if tc.want == results.Failure {
-					if len(evs) != 1 || evs[0].Message != "Readiness probe failed: "+tc.wantOut {
-						t.Errorf("events = %q; want one Unhealthy with the failure", evs)
-					}
-				}
-			})
-		}
+			}
+		})
 	}
 }
 

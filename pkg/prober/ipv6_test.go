@@ -18,8 +18,8 @@ import (
 )
 
 // TestIPv6PodIP runs each network probe against [::1]: the pod IP must be
-// bracketed when joined with the port. A chunked answer, which the HTTP
-// exchange hands over to net/http, is still one request.
+// bracketed when joined with the port. A chunked answer is still one
+// request.
 func TestIPv6PodIP(t *testing.T) {
 	l, err := net.Listen("tcp", "[::1]:0")
 	if err != nil {

@@ -8,9 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,80 +161,6 @@ func TestHTTPKeepAliveRespectsConnectionClose(t *testing.T) {
 	}
 }
 
-// TestHTTPFastPathLeavesNoTimeWait: the server closes first on every fast
-// probe, so no socket of the prober's stays in TIME-WAIT.
-func TestHTTPFastPathLeavesNoTimeWait(t *testing.T) {
-	if _, err := os.Stat("/proc/net/tcp"); err != nil {
-		t.Skip("no /proc/net/tcp")
-	}
-	srv := newScriptServer(t, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-	port := srv.port(t)
-	// Sockets of earlier users of this port (other tests) may linger.
-	before := timeWaitSockets(t, port)
-	p := New(nil, Options{})
-	for range 50 {
-		if r, _, err := p.runOnce(context.Background(), httpSpec("/", port), Target{PodIP: "127.0.0.1"}); r != Success || err != nil {
-			t.Fatal(r, err)
-		}
-	}
-	// The prober closes in the background once the server has: wait for
-	// all 50 connections to be closed on both sides.
-	var prober, server int
-	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-		prober, server = 0, 0
-		for s, side := range timeWaitSockets(t, port) {
-			if _, old := before[s]; old {
-				continue
-			}
-			if side == 2 {
-				prober++
-			} else {
-				server++
-			}
-		}
-		if prober+server >= 50 || time.Since(start) > 5*time.Second {
-			break
-		}
-	}
-	if prober != 0 {
-		t.Errorf("%d prober sockets in TIME-WAIT; want 0", prober)
-	}
-	// The check can fail: the server's own side does hold them.
-	if server == 0 {
-		t.Errorf("no server socket in TIME-WAIT: the check sees nothing")
-	}
-}
-
-// timeWaitSockets returns the IPv4 sockets in TIME-WAIT on port, keyed by
-// their address pair: 1 when port is the local one (the server's side), 2
-// when it is the remote one (a client's).
-func timeWaitSockets(t *testing.T, port int) map[string]int {
-	t.Helper()
-	f, err := os.Open("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	want := strings.ToUpper(strconv.FormatInt(int64(port), 16))
-	for len(want) < 4 {
-		want = "0" + want
-	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 4 || fs[3] != "06" {
-			continue
-		}
-		for field := 1; field <= 2; field++ {
-			if _, p, ok := strings.Cut(fs[field], ":"); ok && p == want {
-				out[fs[1]+" "+fs[2]] = field
-			}
-		}
-	}
-	return out
-}
-
 // TestTCPCloseModes: the default close is a FIN (the application reads
 // EOF); rst mode resets the connection.
 func TestTCPCloseModes(t *testing.T) {
@@ -291,11 +215,10 @@ func TestParseTCPCloseMode(t *testing.T) {
 	}
 }
 
-// TestHTTPKeepAliveNeverResends: on a kept connection, an answer the
-// exchange hands over to net/http is read there, whatever it is; only a
-// request that got nothing at all back (the server had closed the idle
-// connection) is sent again, on a new connection, as net/http's Transport
-// does with a reused connection.
+// TestHTTPKeepAliveNeverResends: on a kept connection, an answer is read
+// there, whatever it is; only a request that got nothing at all back (the
+// server had closed the idle connection) is sent again, on a new
+// connection, as net/http's Transport does with a reused connection.
 func TestHTTPKeepAliveNeverResends(t *testing.T) {
 	ok := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	steps := []struct {
@@ -368,10 +291,10 @@ func TestHTTPKeepAliveNeverResends(t *testing.T) {
 	}{
 		{Success, "ok"},
 		{Success, "hello"},
-		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed HTTP response "garbage"`},
+		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed HTTP response "<withheld>"`},
 		{Success, "ok"},
 		{Success, "ok"}, // sent twice: the kept connection answered nothing
-		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "Content-"`},
+		{Failure, `Get "` + url + `": net/http: HTTP/1.x transport connection broken: malformed MIME header: missing colon: "<withheld>"`},
 	} {
 		if r, out, err := p.runOnce(context.Background(), spec, target); r != want.res || out != want.out || err != nil {
 			t.Errorf("probe %d = %v %q %v; want %v %q", i+1, r, out, err, want.res, want.out)
@@ -380,7 +303,10 @@ func TestHTTPKeepAliveNeverResends(t *testing.T) {
 	if n := reqs.Load(); n != 7 {
 		t.Errorf("the server saw %d requests for 6 probes; want 7", n)
 	}
-	if n := conns.Load(); n != 4 {
-		t.Errorf("the server saw %d connections; want 4", n)
+	// One per failure that ends a connection (the garbage; the silence,
+	// whose request net/http sends again on a new one), plus the first: a
+	// chunked answer read to its end leaves the connection to reuse.
+	if n := conns.Load(); n != 3 {
+		t.Errorf("the server saw %d connections; want 3", n)
 	}
 }

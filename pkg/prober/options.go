@@ -19,10 +19,6 @@ type Options struct {
 	// TCPClose is how tcpSocket probes close their connection (--tcp-probe-close).
 	// Empty means TCPCloseFIN.
 	TCPClose TCPCloseMode
-	// DisableFastPaths sends every httpGet probe through net/http and every
-	// grpc probe through grpc-go, as the kubelet does (--probe-fast-paths=false).
-	// The fast paths put the same bytes on the wire for less CPU.
-	DisableFastPaths bool
 }
 
 // TCPCloseMode is how a tcpSocket probe ends its connection.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/results"
@@ -25,7 +24,7 @@ const defaultTimeout = time.Second
 var errNoHandler = errors.New("missing probe handler")
 
 // Prober runs single probes. It is safe for concurrent use by many workers;
-// everything it holds (transport, dialers, options) is shared and immutable.
+// everything it holds (transports, options) is shared and immutable.
 type Prober struct {
 	runner    CommandRunner
 	userAgent string
@@ -39,17 +38,14 @@ type Prober struct {
 // no exec probe will run, in which case exec probes error.
 func New(runner CommandRunner, opts Options) *Prober {
 	ua := opts.userAgent()
-	p := &Prober{
+	return &Prober{
 		runner:    runner,
 		userAgent: ua,
-		http:      newHTTPProber(opts.HostGuard),
-		tcp:       newTCPProber(opts.HostGuard, opts.TCPClose),
+		http:      newHTTPProber(ua, opts.HostGuard),
+		tcp:       &tcpProber{guard: opts.HostGuard, rst: opts.TCPClose == TCPCloseRST},
 		grpc:      newGRPCProber(ua, opts.HostGuard),
 		guard:     opts.HostGuard,
 	}
-	p.http.noFast = opts.DisableFastPaths
-	p.grpc.noFast = opts.DisableFastPaths
-	return p
 }
 
 // Probe runs spec once against target and maps the outcome the way the
@@ -75,7 +71,6 @@ func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe,
 	if spec == nil {
 		return results.Success, "", nil
 	}
-	ctx = withDialScope(ctx, p.guard, target)
 	result, output, err := p.runWithRetries(ctx, spec, target)
 	if ctx.Err() != nil {
 		return results.Failure, output, ctx.Err()
@@ -127,9 +122,10 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 	)
 	for range maxProbeRetries {
 		result, output, err = p.runOnce(ctx, spec, target)
-		// A refusal by the host policy would only be refused again; a
-		// throttled exec would only queue again.
-		if err == nil || ctx.Err() != nil || isRefused(err) || isThrottled(err) {
+		// A refusal by the host policy, or of another pod's container,
+		// would only be refused again; a throttled exec would only queue
+		// again.
+		if err == nil || ctx.Err() != nil || isRefused(err) || isOwnerMismatch(err) || isThrottled(err) {
 			break
 		}
 	}
@@ -153,41 +149,11 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 		return execProbe(ctx, p.runner, h.Exec, target, timeout)
 
 	case h.HTTPGet != nil:
-		return p.http.run(ctx, h.HTTPGet, target, p.userAgent, timeout)
-
+		return p.http.run(ctx, h.HTTPGet, target, timeout)
 	case h.TCPSocket != nil:
-		port, err := resolvePort(h.TCPSocket.Port, target.Ports)
-		if err != nil {
-			klog.V(4).InfoS("TCP probe port could not be resolved", "err", err)
-			return Unknown, "", err
-		}
-		host := h.TCPSocket.Host
-		if host == "" {
-			host = target.PodIP
-		}
-		if err := checkHost(ctx, host); err != nil {
-			return Unknown, "", err
-		}
-		addr := net.JoinHostPort(host, strconv.Itoa(port))
-		if v := klog.V(4); v.Enabled() {
-			v.InfoS("TCP probe", "addr", addr, "timeout", timeout)
-		}
-		return p.tcp.probe(ctx, addr, timeout)
-
+		return p.tcp.run(ctx, h.TCPSocket, target, timeout)
 	case h.GRPC != nil:
-		service := ""
-		if h.GRPC.Service != nil {
-			service = *h.GRPC.Service
-		}
-		// gRPC probes have no host field: always the pod IP, which the
-		// host policy still checks (an empty one would reach this node).
-		if err := checkHost(ctx, target.PodIP); err != nil {
-			return Unknown, "", err
-		}
-		if v := klog.V(4); v.Enabled() {
-			v.InfoS("gRPC probe", "host", target.PodIP, "port", h.GRPC.Port, "service", service, "timeout", timeout, "tls", target.GRPCTLS)
-		}
-		return p.grpc.probeTLS(ctx, target.Session, target.KeepAlive, target.GRPCTLS, target.PodIP, service, int(h.GRPC.Port), timeout)
+		return p.grpc.run(ctx, h.GRPC, target, timeout)
 	}
 	return Unknown, "", errNoHandler
 }
@@ -197,4 +163,38 @@ func emit(events EventSink, eventType, reason, message string) {
 	if events != nil {
 		events.Event(eventType, reason, message)
 	}
+}
+
+// resolvePort turns an httpGet or tcpSocket port into a number as the
+// kubelet's ResolveContainerPort (1.37) does: a number is taken as is; a
+// string is a container port's name. The errors carry the kubelet's texts
+// because users see them in events.
+func resolvePort(param intstr.IntOrString, ports []v1.ContainerPort) (int, error) {
+	port := -1
+	switch param.Type {
+	case intstr.Int:
+		port = param.IntValue()
+	case intstr.String:
+		named, ok := findNamedPort(ports, param.StrVal)
+		if !ok {
+			return 0, fmt.Errorf("port %q not found", param.StrVal)
+		}
+		port = named
+	default:
+		return port, fmt.Errorf("intOrString had no kind: %+v", param)
+	}
+	if port < 1 || port > 65535 {
+		return port, fmt.Errorf("invalid port number: %v", port)
+	}
+	return port, nil
+}
+
+// findNamedPort returns the containerPort of the first port called name.
+func findNamedPort(ports []v1.ContainerPort, name string) (int, bool) {
+	for _, p := range ports {
+		if p.Name == name {
+			return int(p.ContainerPort), true
+		}
+	}
+	return 0, false
 }

@@ -1,32 +1,47 @@
 package prober
 
 import (
-	"net"
+	"net/http"
 	"sync"
 
-	v1 "k8s.io/api/core/v1"
+	"google.golang.org/grpc"
 )
 
-// Session is one probe worker's reusable state: its httpGet request,
-// rendered once, and for a probe that opts into keep-alive the connection
-// kept between two probes; the gRPC prober's own state. The worker owns it
-// and closes it when it stops. A nil *Session is valid and keeps nothing.
+// Session is one probe worker's state kept between its probes: the HTTP
+// Transport of a probe whose dialer the host policy binds to its pod or
+// that keeps its connection alive ("probed.io/keepAlive"), and a kept-alive
+// gRPC probe's ClientConn. The worker owns it and closes it when it stops.
+// A nil *Session is valid and keeps nothing.
 //
 // A Session is used by one worker goroutine at a time; the mutex only
 // guards Close racing a probe still in flight.
 type Session struct {
-	mu       sync.Mutex
-	closed   bool
-	httpTpl  *httpTemplate
-	httpConn *net.TCPConn
-	grpc     *grpcSession
+	mu     sync.Mutex
+	closed bool
+	http   *sessionTransport
+	grpc   *grpcSession
+}
+
+// sessionTransport is a Transport and what it was built for.
+type sessionTransport struct {
+	t              *http.Transport
+	sc             scope
+	h2c, keepAlive bool
+}
+
+// grpcSession is a kept-alive gRPC probe's ClientConn, to addr.
+type grpcSession struct {
+	conn   *grpc.ClientConn
+	addr   string
+	useTLS bool
 }
 
 // NewSession returns an empty Session.
 func NewSession() *Session { return &Session{} }
 
-// Close releases whatever the session keeps (kept-alive connections). It is
-// safe to call more than once, and on a nil Session.
+// Close releases whatever the session keeps (its Transport's idle
+// connections, a kept ClientConn). It is safe to call more than once, and
+// on a nil Session.
 func (s *Session) Close() {
 	if s == nil {
 		return
@@ -37,54 +52,11 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
-	closeConn(s.httpConn)
-	s.grpc.close()
-	s.httpTpl, s.httpConn, s.grpc = nil, nil, nil
-}
-
-// takeHTTP returns the session's template if it was built from these
-// inputs, with the kept connection, which the probe now owns; else nil.
-func (s *Session) takeHTTP(action *v1.HTTPGetAction, target Target) (*httpTemplate, *net.TCPConn) {
-	if s == nil {
-		return nil, nil
+	if s.http != nil {
+		s.http.t.CloseIdleConnections()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.httpTpl.matches(action, target) {
-		return nil, nil
-	}
-	c := s.httpConn
-	s.httpConn = nil
-	return s.httpTpl, c
-}
-
-// putHTTP keeps t, and c when it is not nil, for the next probe. A template
-// for other inputs ends the kept connection, which may lead elsewhere; a
-// closed session keeps nothing.
-func (s *Session) putHTTP(t *httpTemplate, c *net.TCPConn) {
-	if s == nil {
-		closeConn(c)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		closeConn(c)
-		return
-	case s.httpTpl != t:
-		closeConn(s.httpConn)
-		s.httpTpl, s.httpConn = t, nil
-	}
-	if s.httpConn == nil {
-		s.httpConn = c
-	} else {
-		closeConn(c)
-	}
-}
-
-func closeConn(c *net.TCPConn) {
-	if c != nil {
-		_ = c.Close()
+	if g := s.grpc; g != nil && g.conn != nil {
+		_ = g.conn.Close()
+		g.conn = nil
 	}
 }

@@ -159,6 +159,11 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 		expectRefused(t, p, httpGet("169.254.169.254", "/latest/meta-data/", 80), podTarget,
 			"169.254.169.254 is link-local/metadata, refused by --probe-host-policy=deny-node-local")
 		expectRefused(t, p, tcpSocket("fd00:ec2::254", 80), podTarget, "link-local/metadata")
+		expectRefused(t, p, httpGet("168.63.129.16", "/machine?comp=goalstate", 80), podTarget,
+			"168.63.129.16 is link-local/metadata")
+		expectRefused(t, p, tcpSocket("fd00:42::42", 80), podTarget, "link-local/metadata")
+		expectRefused(t, p, tcpSocket("64:ff9b:1::a9fe:a9fe", 80), podTarget,
+			"NAT64 for 169.254.169.254, which is link-local/metadata")
 	})
 	t.Run("redirect to another port of the pod followed", func(t *testing.T) {
 		other := listenCounting(t, podIP)
@@ -275,10 +280,36 @@ func TestSSRFGRPC(t *testing.T) {
 			}
 		})
 	}
-	// A gRPC connection without the probe's scope is refused, never unchecked.
-	d := newGuardedDialer(guardFor(HostPolicyDenyNodeLocal))
-	if _, err := d.DialContext(context.Background(), "tcp", net.JoinHostPort(podIP, strconv.Itoa(port))); !isRefused(err) {
-		t.Errorf("dial without scope: %v; want refused", err)
+}
+
+// TestDialerChecksEveryDial: a probe's dialer applies the host policy at
+// connect time by itself, whatever its caller checked before: in another
+// pod's scope the pod's own loopback address is refused, for the TCP
+// prober's dialer and the HTTP and gRPC one alike.
+func TestDialerChecksEveryDial(t *testing.T) {
+	pod := listenCounting(t, podIP)
+	addr := net.JoinHostPort(podIP, strconv.Itoa(pod.port))
+	g := guardFor(HostPolicyDenyNodeLocal)
+	for _, linger := range []bool{false, true} {
+		other := scopeOf(g, Target{PodIP: "10.0.0.9"})
+		if c, err := other.dialer(linger).DialContext(context.Background(), "tcp", addr); !isRefused(err) {
+			if c != nil {
+				_ = c.Close()
+			}
+			t.Errorf("linger=%v: dial of another pod's loopback IP: %v; want refused", linger, err)
+		}
+		c, err := scopeOf(g, podTarget).dialer(linger).DialContext(context.Background(), "tcp", addr)
+		if err != nil {
+			t.Fatalf("linger=%v: dial of the pod's own IP: %v", linger, err)
+		}
+		_ = c.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for pod.conns.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := pod.conns.Load(); n != 2 {
+		t.Errorf("%d connections reached the pod; want the 2 allowed", n)
 	}
 }
 

@@ -36,11 +36,13 @@ func TestTCPProbe(t *testing.T) {
 		{name: "closed port", action: v1.TCPSocketAction{Port: intstr.FromInt32(int32(closed))}, wantResult: Failure, wantOutput: refused},
 		{name: "named port", action: v1.TCPSocketAction{Port: intstr.FromString("svc")}, wantResult: Success},
 		{name: "named closed port", action: v1.TCPSocketAction{Port: intstr.FromString("down")}, wantResult: Failure, wantOutput: refused},
-		{name: "numeric string port", action: v1.TCPSocketAction{Port: intstr.FromString(fmt.Sprint(open))}, wantResult: Success},
+		// 1.37's ResolveContainerPort: a string is a name, never a number.
+		{name: "numeric string port", action: v1.TCPSocketAction{Port: intstr.FromString(fmt.Sprint(open))},
+			wantResult: Unknown, wantErr: fmt.Sprintf("port %q not found", fmt.Sprint(open))},
 		{name: "host overrides pod IP", action: v1.TCPSocketAction{Host: "127.0.0.1", Port: intstr.FromInt32(int32(open))},
 			target: Target{PodIP: "192.0.2.1"}, wantResult: Success},
 		{name: "unknown name", action: v1.TCPSocketAction{Port: intstr.FromString("nope")},
-			wantResult: Unknown, wantErr: `strconv.Atoi: parsing "nope": invalid syntax`},
+			wantResult: Unknown, wantErr: `port "nope" not found`},
 		{name: "out of range", action: v1.TCPSocketAction{Port: intstr.FromInt32(0)},
 			wantResult: Unknown, wantErr: "invalid port number: 0"},
 	}

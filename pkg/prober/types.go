@@ -67,9 +67,6 @@ type Target struct {
 	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
 	// kubelet's rule.
 	HTTPCheck *HTTPCheck
-	// GRPCTLS makes a grpc probe use TLS without verifying the certificate:
-	// upstream's grpc.mode TLS (KEP-4939), which k8s.io/api v1.33 lacks.
-	GRPCTLS bool
 	// Timeout replaces the spec's timeoutSeconds when positive (the
 	// annotation's "probed.io/timeoutMilliseconds").
 	Timeout time.Duration

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // Adoption: handing a workload's spec probes to probed (the admission
@@ -37,6 +39,9 @@ type Adoption struct {
 	// copied, because the annotation already declared that container's
 	// probe of that type (the user's entry wins).
 	Kept []string
+	// Left lists spec probes left in the spec for the kubelet, with why
+	// (adoptrules.go), in the order of Moved.
+	Left []Left
 	// GateAdded: the probed.io/ready readiness gate was added.
 	GateAdded bool
 }
@@ -49,7 +54,13 @@ func OptedOut(meta *metav1.ObjectMeta) bool {
 	return strings.EqualFold(meta.Annotations[InjectAnnotation], "false")
 }
 
-// Adopt moves the livenessProbe, readinessProbe and startupProbe of every
+// Adopt is AdoptWith with the default options: the default host policy,
+// and no raw spec to compare with.
+func Adopt(meta *metav1.ObjectMeta, spec *v1.PodSpec) (Adoption, error) {
+	return AdoptWith(meta, spec, AdoptOptions{})
+}
+
+// AdoptWith moves the livenessProbe, readinessProbe and startupProbe of every
 // regular container and restartable init container (sidecar) out of spec
 // and into meta's probed.io/probes annotation, and adds the probed.io/ready
 // readiness gate when any container then has a readiness or startup probe
@@ -57,12 +68,15 @@ func OptedOut(meta *metav1.ObjectMeta) bool {
 // container and probe type wins: the spec's probe is dropped. What was moved
 // is recorded in probed.io/adopted.
 //
+// A probe that probed would not run as the kubelet does stays in the spec,
+// untouched, and is listed in Left with the reason (adoptrules.go).
+//
 // It is idempotent: a second call finds nothing to move and a gate in place,
 // and changes nothing. A malformed annotation is an error, and nothing is
 // changed: adoption never loses what the user wrote. The annotation is
 // rewritten (as compact JSON with sorted keys, keeping every existing entry
 // and field as written) only when a probe moves into it.
-func Adopt(meta *metav1.ObjectMeta, spec *v1.PodSpec) (Adoption, error) {
+func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Adoption, error) {
 	var a Adoption
 	raw, hasAnnotation := meta.Annotations[ProbesAnnotation]
 	entries := map[string]map[string]json.RawMessage{}
@@ -82,47 +96,51 @@ func Adopt(meta *metav1.ObjectMeta, spec *v1.PodSpec) (Adoption, error) {
 		}
 	}
 
-	type slot struct {
-		container string
-		field     string
-		probe     **v1.Probe
-	}
-	var slots []slot
-	add := func(c *v1.Container) {
+	var slots []adoptSlot
+	add := func(c *v1.Container, sidecar bool) {
 		for _, s := range []struct {
+			typ   prober.ProbeType
 			field string
 			probe **v1.Probe
-		}{{"livenessProbe", &c.LivenessProbe}, {"readinessProbe", &c.ReadinessProbe}, {"startupProbe", &c.StartupProbe}} {
+		}{{prober.Liveness, "livenessProbe", &c.LivenessProbe}, {prober.Readiness, "readinessProbe", &c.ReadinessProbe}, {prober.Startup, "startupProbe", &c.StartupProbe}} {
 			if *s.probe != nil {
-				slots = append(slots, slot{c.Name, s.field, s.probe})
+				slots = append(slots, adoptSlot{container: c, sidecar: sidecar, typ: s.typ, field: s.field, probe: s.probe})
 			}
 		}
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			add(c)
+			add(c, true)
 		}
 	}
 	for i := range spec.Containers {
-		add(&spec.Containers[i])
+		add(&spec.Containers[i], false)
 	}
 
+	judge := newAdoptJudge(spec, opts)
+	taken := slots[:0:0]
 	for _, s := range slots {
-		name := s.container + "/" + s.field
-		if _, declared := entries[s.container][s.field]; declared {
+		name := s.name()
+		if _, declared := entries[s.container.Name][s.field]; declared {
 			a.Kept = append(a.Kept, name)
-		} else {
-			b, err := json.Marshal(*s.probe)
-			if err != nil {
-				return Adoption{}, fmt.Errorf("%s: %w", name, err)
-			}
-			if entries[s.container] == nil {
-				entries[s.container] = map[string]json.RawMessage{}
-			}
-			entries[s.container][s.field] = b
-			a.Moved = append(a.Moved, name)
+			taken = append(taken, s)
+			continue
 		}
+		if why := judge.leave(s); why != "" {
+			a.Left = append(a.Left, Left{Probe: name, Reason: why})
+			continue
+		}
+		b, err := json.Marshal(*s.probe)
+		if err != nil {
+			return Adoption{}, fmt.Errorf("%s: %w", name, err)
+		}
+		if entries[s.container.Name] == nil {
+			entries[s.container.Name] = map[string]json.RawMessage{}
+		}
+		entries[s.container.Name][s.field] = b
+		a.Moved = append(a.Moved, name)
+		taken = append(taken, s)
 	}
 	if len(a.Moved) > 0 {
 		// encoding/json sorts map keys: the same probes give the same bytes.
@@ -132,7 +150,7 @@ func Adopt(meta *metav1.ObjectMeta, spec *v1.PodSpec) (Adoption, error) {
 		}
 		setAnnotation(meta, ProbesAnnotation, string(b))
 	}
-	for _, s := range slots {
+	for _, s := range taken {
 		*s.probe = nil
 	}
 	if len(a.Moved)+len(a.Kept) > 0 {

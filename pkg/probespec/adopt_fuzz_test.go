@@ -9,9 +9,10 @@ import (
 )
 
 // FuzzAdopt: any pod spec whose probes are valid goes in; out comes a pod
-// with the same containers, no spec probes, and an annotation that
-// declares, without a problem, exactly the probes the spec declared. A
-// second adoption changes nothing.
+// with the same containers, whose spec keeps exactly the probes Left names
+// (each with a reason, untouched), and an annotation that declares, without
+// a problem, exactly the other probes the spec declared. A second adoption
+// changes nothing.
 func FuzzAdopt(f *testing.F) {
 	seed := adoptPod()
 	b, _ := json.Marshal(seed.Spec)
@@ -19,6 +20,7 @@ func FuzzAdopt(f *testing.F) {
 	f.Add([]byte(`{"containers":[{"name":"a","livenessProbe":{"exec":{"command":["true"]}}}]}`))
 	f.Add([]byte(`{"containers":[{"name":"a","ports":[{"name":"p","containerPort":80}],"readinessProbe":{"httpGet":{"port":"p","path":"/x?y=1","httpHeaders":[{"name":"X","value":""}]},"periodSeconds":2}}]}`))
 	f.Add([]byte(`{"initContainers":[{"name":"s","restartPolicy":"Always","startupProbe":{"grpc":{"port":9090,"service":"x"},"failureThreshold":30}}],"containers":[{"name":"a"}]}`))
+	f.Add([]byte(`{"restartPolicy":"OnFailure","containers":[{"name":"a","livenessProbe":{"exec":{"command":["true"]}},"readinessProbe":{"tcpSocket":{"port":1,"host":"127.0.0.2"}}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var spec v1.PodSpec
 		if err := json.Unmarshal(data, &spec); err != nil {
@@ -32,18 +34,37 @@ func FuzzAdopt(f *testing.F) {
 		if len(problems) != 0 {
 			return // not a valid pod spec: the API server would refuse it
 		}
+		orig := pod.DeepCopy()
 		names := containerNames(pod)
-		a, err := Adopt(&pod.ObjectMeta, &pod.Spec)
+		a, err := AdoptWith(&pod.ObjectMeta, &pod.Spec, AdoptOptions{RawSpec: data})
 		if err != nil {
 			t.Fatalf("Adopt of a valid pod spec: %v", err)
 		}
 		if got := containerNames(pod); !equality.Semantic.DeepEqual(got, names) {
 			t.Fatalf("containers %v became %v", names, got)
 		}
-		for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
-			if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil {
-				if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways || !isInit(pod, c.Name) {
-					t.Fatalf("container %s keeps a spec probe", c.Name)
+		left := map[string]bool{}
+		for _, l := range a.Left {
+			if l.Reason == "" {
+				t.Fatalf("%s left without a reason", l.Probe)
+			}
+			left[l.Probe] = true
+		}
+		for i, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			was := [][]v1.Container{orig.Spec.InitContainers, orig.Spec.Containers}[i]
+			for j, c := range list {
+				for _, f := range []struct {
+					name      string
+					now, then *v1.Probe
+				}{{"livenessProbe", c.LivenessProbe, was[j].LivenessProbe}, {"readinessProbe", c.ReadinessProbe, was[j].ReadinessProbe}, {"startupProbe", c.StartupProbe, was[j].StartupProbe}} {
+					plainInit := isInit(pod, c.Name) && (c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyAlways)
+					switch {
+					case plainInit:
+					case left[c.Name+"/"+f.name] && !equality.Semantic.DeepEqual(f.now, f.then):
+						t.Fatalf("%s/%s was left but changed", c.Name, f.name)
+					case !left[c.Name+"/"+f.name] && f.now != nil:
+						t.Fatalf("container %s keeps a spec probe %s not listed in Left", c.Name, f.name)
+					}
 				}
 			}
 		}
@@ -51,17 +72,23 @@ func FuzzAdopt(f *testing.F) {
 		if len(problems) != 0 {
 			t.Fatalf("the adopted annotation has problems: %v\n%s", problems, pod.Annotations[ProbesAnnotation])
 		}
-		if len(after) != len(before) {
-			t.Fatalf("%d probes declared in the spec, %d in the annotation (moved %v)", len(before), len(after), a.Moved)
+		moved := before[:0:0]
+		for _, d := range before {
+			if !left[d.Container.Name+"/"+probeFieldName(d.Type)] {
+				moved = append(moved, d)
+			}
 		}
-		for i := range before {
-			if before[i].Container.Name != after[i].Container.Name || before[i].Type != after[i].Type ||
-				!equality.Semantic.DeepEqual(before[i].Probe, after[i].Probe) {
-				t.Fatalf("probe %d changed: %+v -> %+v", i, before[i].Probe, after[i].Probe)
+		if len(after) != len(moved) {
+			t.Fatalf("%d probes moved from the spec, %d in the annotation (moved %v, left %v)", len(moved), len(after), a.Moved, a.Left)
+		}
+		for i := range moved {
+			if moved[i].Container.Name != after[i].Container.Name || moved[i].Type != after[i].Type ||
+				!equality.Semantic.DeepEqual(moved[i].Probe, after[i].Probe) {
+				t.Fatalf("probe %d changed: %+v -> %+v", i, moved[i].Probe, after[i].Probe)
 			}
 		}
 		again := pod.DeepCopy()
-		if a2, err := Adopt(&again.ObjectMeta, &again.Spec); err != nil || a2.Changed() || !equality.Semantic.DeepEqual(again, pod) {
+		if a2, err := AdoptWith(&again.ObjectMeta, &again.Spec, AdoptOptions{RawSpec: data}); err != nil || a2.Changed() || !equality.Semantic.DeepEqual(again, pod) {
 			t.Fatalf("a second adoption changed the pod: %+v %v", a2, err)
 		}
 	})

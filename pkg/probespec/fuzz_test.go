@@ -163,9 +163,6 @@ func withExtensions(t *testing.T, d DeclaredProbe) map[string]any {
 			m[ExpectBodyField] = c.Body.String()
 		}
 	}
-	if d.GRPCTLS {
-		m["grpc"].(map[string]any)["mode"] = GRPCModeTLS
-	}
 	if d.Period > 0 {
 		m[PeriodMillisecondsField] = d.Period.Milliseconds()
 	}

@@ -3,6 +3,8 @@ package probespec
 import (
 	"reflect"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestDeclaredProbesGRPCMode(t *testing.T) {
@@ -22,7 +24,7 @@ func TestDeclaredProbesGRPCMode(t *testing.T) {
 		{"case matters", annotationOf("app", "livenessProbe", `{"grpc": {"port": 9090, "mode": "tls"}}`), false,
 			[]string{`container "app" livenessProbe: grpc.mode: Unsupported value: "tls": supported values: "Plaintext", "TLS"`}},
 		{"not a string", annotationOf("app", "livenessProbe", `{"grpc": {"port": 9090, "mode": true}}`), false,
-			[]string{`annotation "probed.io/probes": app.livenessProbe: cannot unmarshal bool into Go struct field GRPCAction.grpc.mode of type string`}},
+			[]string{`annotation "probed.io/probes": app.livenessProbe: cannot unmarshal bool into Go struct field GRPCAction.Probe.ProbeHandler.grpc.mode of type v1.GRPCProbeMode`}},
 		{"not in httpGet", annotationOf("app", "livenessProbe", `{"httpGet": {"port": 80, "mode": "TLS"}}`), false,
 			[]string{`annotation "probed.io/probes": app.livenessProbe: unknown field "httpGet.mode"`}},
 		{"not beside grpc", annotationOf("app", "livenessProbe", `{"grpc": {"port": 9090}, "mode": "TLS"}`), false,
@@ -44,8 +46,8 @@ func TestDeclaredProbesGRPCMode(t *testing.T) {
 			if len(probes) != 1 {
 				t.Fatalf("declared %v; want one probe", probeKeysOf(probes))
 			}
-			if probes[0].GRPCTLS != tc.wantTLS {
-				t.Errorf("GRPCTLS = %v; want %v", probes[0].GRPCTLS, tc.wantTLS)
+			if m := probes[0].Probe.GRPC.Mode; (m != nil && *m == v1.GRPCProbeModeTLS) != tc.wantTLS {
+				t.Errorf("grpc.mode = %v; want TLS: %v", m, tc.wantTLS)
 			}
 			if p := probes[0].Probe; p.GRPC == nil || p.GRPC.Port != 9090 || p.GRPC.Service == nil {
 				t.Errorf("grpc = %+v; want port 9090 and a defaulted service", p.GRPC)
@@ -59,7 +61,7 @@ func TestDeclaredProbesGRPCMode(t *testing.T) {
 	if !SameExtensions(a[0], b[0]) || !ProbeSpecEqual(a[0].Probe, b[0].Probe) {
 		t.Error("no mode and Plaintext differ")
 	}
-	if SameExtensions(a[0], c[0]) {
+	if ProbeSpecEqual(a[0].Probe, c[0].Probe) {
 		t.Error("TLS is the same as no mode")
 	}
 }

@@ -1,6 +1,7 @@
 package probespec
 
 import (
+	"fmt"
 	"regexp"
 
 	v1 "k8s.io/api/core/v1"
@@ -56,6 +57,15 @@ func checkHTTPCheck(p *v1.Probe, status []int, body *string, path *field.Path) (
 		re, err := regexp.Compile(*body)
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Child(ExpectBodyField), *body, "must be an RE2 regular expression: "+err.Error()))
+		}
+		// Whoever reads the pod's conditions learns whether the body matched:
+		// a binary search reads the body out, a few probes per byte. So a body
+		// check reads only what the pod itself answers on its own IP (a
+		// redirect is followed to that same host only), never another host's
+		// (docs/security.md, "Body checks").
+		if host := p.HTTPGet.Host; host != "" {
+			errs = append(errs, field.Forbidden(path.Child(ExpectBodyField), fmt.Sprintf(
+				"a body check may read only the pod's own answers: not with httpGet.host %q (leave host empty: the probe then goes to the pod's IP)", host)))
 		}
 		check.Body = re
 	}

@@ -38,6 +38,13 @@ func TestDeclaredProbesHTTPCheck(t *testing.T) {
 			[]string{`container "app" livenessProbe: probed.io/expectBody: Invalid value: "ok": only httpGet probes can check the response body`}},
 		{"status not numbers", annotationOf("app", "readinessProbe", `{`+get+`, "probed.io/expectStatus": ["200"]}`), nil, "",
 			[]string{`annotation "probed.io/probes": app.readinessProbe: cannot unmarshal string into Go struct field Probe.probed.io/expectStatus of type int`}},
+		// Item 4 of issue 20: a body check is an oracle for whatever body it
+		// reads, so it may read only the pod's own answer.
+		{"body with a host", annotationOf("app", "readinessProbe", `{"httpGet": {"port": 80, "host": "10.0.0.7"}, "probed.io/expectBody": "^ok"}`), nil, "",
+			[]string{`container "app" readinessProbe: probed.io/expectBody: Forbidden: a body check may read only the pod's own answers: not with httpGet.host "10.0.0.7" (leave host empty: the probe then goes to the pod's IP)`}},
+		{"body with a host name", "app:\n  livenessProbe:\n    httpGet: {port: 80, host: metadata.google.internal}\n    probed.io/expectBody: x\n", nil, "",
+			[]string{`container "app" livenessProbe: probed.io/expectBody: Forbidden: a body check may read only the pod's own answers: not with httpGet.host "metadata.google.internal" (leave host empty: the probe then goes to the pod's IP)`}},
+		{"status with a host is fine", annotationOf("app", "readinessProbe", `{"httpGet": {"port": 80, "host": "10.0.0.7"}, "probed.io/expectStatus": [204]}`), []int{204}, "", nil},
 		{"case matters", annotationOf("app", "readinessProbe", `{`+get+`, "probed.io/expectbody": "ok"}`), nil, "",
 			[]string{`annotation "probed.io/probes": app.readinessProbe: unknown field "probed.io/expectbody"`}},
 	} {

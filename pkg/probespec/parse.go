@@ -34,8 +34,6 @@ type annotatedProbe struct {
 	// nil when absent.
 	ExpectStatus []int
 	ExpectBody   *string
-	// GRPCMode is grpc.mode (grpcmode.go); nil when absent.
-	GRPCMode *string
 	// PeriodMs and TimeoutMs are the sub-second timing (subsecond.go); nil
 	// when absent.
 	PeriodMs, TimeoutMs *int32
@@ -226,32 +224,20 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 	}
 	// Decoded as strictly as a Probe alone, into a type named Probe so that
 	// decode errors read "Go struct field Probe.periodSeconds" as before.
-	// grpc is decoded with upstream's newer "mode" (grpcmode.go), which
-	// this API version's GRPCAction lacks; the shallower field wins.
-	type GRPCAction struct {
-		v1.GRPCAction `json:",inline"`
-		Mode          *string `json:"mode,omitempty"`
-	}
 	type Probe struct {
 		v1.Probe     `json:",inline"`
-		GRPC         *GRPCAction `json:"grpc,omitempty"`
-		KeepAlive    *bool       `json:"probed.io/keepAlive,omitempty"`
-		ExpectStatus []int       `json:"probed.io/expectStatus,omitempty"`
-		ExpectBody   *string     `json:"probed.io/expectBody,omitempty"`
-		PeriodMs     *int32      `json:"probed.io/periodMilliseconds,omitempty"`
-		TimeoutMs    *int32      `json:"probed.io/timeoutMilliseconds,omitempty"`
+		KeepAlive    *bool   `json:"probed.io/keepAlive,omitempty"`
+		ExpectStatus []int   `json:"probed.io/expectStatus,omitempty"`
+		ExpectBody   *string `json:"probed.io/expectBody,omitempty"`
+		PeriodMs     *int32  `json:"probed.io/periodMilliseconds,omitempty"`
+		TimeoutMs    *int32  `json:"probed.io/timeoutMilliseconds,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
-	ap := &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
+	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
 		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs}
-	if p.GRPC != nil {
-		ap.Probe.GRPC = &p.GRPC.GRPCAction
-		ap.GRPCMode = p.GRPC.Mode
-	}
-	return ap
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

@@ -13,7 +13,9 @@
 //   - keepalive.go: the probed.io/keepAlive extension;
 //   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
 //   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
-//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions.
+//   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions;
+//   - reach.go:     what a probe runs or where it connects (its reach), and
+//     probed.io/approved-reach, which approves it.
 package probespec
 
 import (
@@ -113,9 +115,6 @@ type DeclaredProbe struct {
 	// HTTPCheck is the annotation's "probed.io/expectStatus" and
 	// "probed.io/expectBody" (httpGet only), compiled; nil when neither is set.
 	HTTPCheck *prober.HTTPCheck
-	// GRPCTLS is upstream's grpc.mode TLS (grpcmode.go): TLS without
-	// certificate verification.
-	GRPCTLS bool
 	// Period and Timeout are the annotation's "probed.io/periodMilliseconds"
 	// and "probed.io/timeoutMilliseconds"; zero: the probe's own seconds.
 	Period, Timeout time.Duration
@@ -125,7 +124,7 @@ type DeclaredProbe struct {
 // extensions, so that a probe whose spec and extensions are unchanged
 // keeps its worker.
 func SameExtensions(a, b DeclaredProbe) bool {
-	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) && a.GRPCTLS == b.GRPCTLS &&
+	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) &&
 		a.Period == b.Period && a.Timeout == b.Timeout
 }
 
@@ -260,8 +259,6 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, checkKeepAlive(probe, ext.KeepAlive, path)...)
 			check, checkErrs := checkHTTPCheck(probe, ext.ExpectStatus, ext.ExpectBody, path)
 			errs = append(errs, checkErrs...)
-			grpcTLS, modeErrs := checkGRPCMode(probe, ext.GRPCMode, path)
-			errs = append(errs, modeErrs...)
 			period, timeout, timingErrs := checkSubSecond(ext.PeriodMs, ext.TimeoutMs, path)
 			errs = append(errs, timingErrs...)
 			if len(errs) > 0 {
@@ -276,7 +273,6 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				FromAnnotation: fromAnnotation,
 				KeepAlive:      ext.KeepAlive != nil && *ext.KeepAlive,
 				HTTPCheck:      check,
-				GRPCTLS:        grpcTLS,
 				Period:         period,
 				Timeout:        timeout,
 			})
@@ -287,14 +283,22 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 
 // ProbeSpecEqual reports whether a and b declare the same probe once both are
 // defaulted as the API does: an edit that changes nothing but spelled-out
-// defaults (periodSeconds: 10, say) is not a change. Two nil probes are
-// equal; nil and non-nil are not. Neither argument is modified.
+// defaults (periodSeconds: 10, say), or that spells out what no value means
+// (grpc.mode Plaintext, httpGet.protocol HTTP1), is not a change. Two nil
+// probes are equal; nil and non-nil are not. Neither argument is modified.
 func ProbeSpecEqual(a, b *v1.Probe) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	da, db := a.DeepCopy(), b.DeepCopy()
-	setProbeDefaults(da)
-	setProbeDefaults(db)
+	for _, p := range []*v1.Probe{da, db} {
+		setProbeDefaults(p)
+		if g := p.GRPC; g != nil && g.Mode != nil && *g.Mode == v1.GRPCProbeModePlaintext {
+			g.Mode = nil
+		}
+		if h := p.HTTPGet; h != nil && h.Protocol != nil && *h.Protocol == v1.HTTPProtocolHTTP1 {
+			h.Protocol = nil
+		}
+	}
 	return equality.Semantic.DeepEqual(da, db)
 }

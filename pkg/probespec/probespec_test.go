@@ -444,7 +444,7 @@ func TestDeclaredProbesMalformedAnnotation(t *testing.T) {
 		{"fractional port", `{"app": {"readinessProbe": {"tcpSocket": {"port": 80.5}}}}`,
 			`annotation "probed.io/probes": app.readinessProbe: cannot unmarshal number 80.5 into Go struct field TCPSocketAction.Probe.ProbeHandler.tcpSocket.port of type int32`},
 		{"grpc.port is numeric only", `{"app": {"livenessProbe": {"grpc": {"port": "grpc"}}}}`,
-			`annotation "probed.io/probes": app.livenessProbe: cannot unmarshal string into Go struct field GRPCAction.grpc.GRPCAction.port of type int32`},
+			`annotation "probed.io/probes": app.livenessProbe: cannot unmarshal string into Go struct field GRPCAction.Probe.ProbeHandler.grpc.port of type int32`},
 		{"command is not a list", `{"app": {"livenessProbe": {"exec": {"command": "cat /tmp/x"}}}}`,
 			`annotation "probed.io/probes": app.livenessProbe: cannot unmarshal string into Go struct field ExecAction.Probe.ProbeHandler.exec.command of type []string`},
 		{"several errors in one problem", `{"app": {"readinessProbe": {"perodSeconds": 5}, "livenesProbe": {}}, "web": {"startupProbe": []}}`,

@@ -1,6 +1,6 @@
 package probespec
 
-// The API's probe validation for v1.33 (validateLivenessProbe,
+// The API's probe validation for v1.37 (validateLivenessProbe,
 // validateReadinessProbe, validateStartupProbe, validateProbe,
 // validateHandler and the per-handler checks in
 // k8s.io/kubernetes/pkg/apis/core/validation), written as tables of rules.
@@ -159,8 +159,15 @@ func checkExec(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.Erro
 	return nil
 }
 
-// httpSchemes are the schemes an httpGet probe may use.
-var httpSchemes = []v1.URIScheme{v1.URISchemeHTTP, v1.URISchemeHTTPS}
+// httpSchemes are the schemes an httpGet probe may use; httpProtocols its
+// wire protocols (KEP-5999: HTTP2 is h2c, HTTP/2 over cleartext with prior
+// knowledge, alpha in 1.37); grpcModes a grpc probe's connection modes
+// (KEP-4939: TLS without verification, alpha in 1.37).
+var (
+	httpSchemes   = []v1.URIScheme{v1.URISchemeHTTP, v1.URISchemeHTTPS}
+	httpProtocols = []v1.HTTPProtocol{v1.HTTPProtocolHTTP1, v1.HTTPProtocolHTTP2}
+	grpcModes     = []v1.GRPCProbeMode{v1.GRPCProbeModePlaintext, v1.GRPCProbeModeTLS}
+)
 
 func checkHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.ErrorList {
 	g := h.HTTPGet
@@ -177,6 +184,16 @@ func checkHTTPGet(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field.E
 			errs = append(errs, field.Invalid(path.Child("httpHeaders").Index(i).Child("name"), hdr.Name, msg))
 		}
 	}
+	if p := g.Protocol; p != nil {
+		switch {
+		case !slices.Contains(httpProtocols, *p):
+			errs = append(errs, field.NotSupported(path.Child("protocol"), *p, httpProtocols))
+		case *p == v1.HTTPProtocolHTTP2 && g.Scheme != v1.URISchemeHTTP:
+			errs = append(errs, field.Invalid(path.Child("protocol"), *p, "is only supported with HTTP (H2C)"))
+		case *p == v1.HTTPProtocolHTTP2 && g.Host != "":
+			errs = append(errs, field.Invalid(path.Child("host"), g.Host, "must be empty when `protocol` is \"HTTP2\""))
+		}
+	}
 	return errs
 }
 
@@ -184,9 +201,14 @@ func checkTCPSocket(h *v1.ProbeHandler, c *v1.Container, path *field.Path) field
 	return checkPort(h.TCPSocket.Port, c, path.Child("port"))
 }
 
-// checkGRPC checks grpc.port, which is a number only (its type says so).
+// checkGRPC checks grpc.port, which is a number only (its type says so),
+// and grpc.mode.
 func checkGRPC(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.ErrorList {
-	return checkPortNumber(int(h.GRPC.Port), path.Child("port"))
+	errs := checkPortNumber(int(h.GRPC.Port), path.Child("port"))
+	if m := h.GRPC.Mode; m != nil && !slices.Contains(grpcModes, *m) {
+		errs = append(errs, field.NotSupported(path.Child("mode"), *m, grpcModes))
+	}
+	return errs
 }
 
 func checkPortNumber(port int, path *field.Path) field.ErrorList {

@@ -244,12 +244,17 @@ func TestIndexByController(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The informer delivers the four creations in turn: wait for all of
+	// them (the last one's pod has no controller), then check the index.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(owned("ReplicaSet-web")) != 2 {
+	for len(inf.GetStore().List()) != 4 {
 		if time.Now().After(deadline) {
-			t.Fatalf("owned(web) = %d pods; want 2", len(owned("ReplicaSet-web")))
+			t.Fatalf("the informer has %d of 4 pods", len(inf.GetStore().List()))
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	if n := len(owned("ReplicaSet-web")); n != 2 {
+		t.Errorf("owned(web) = %d; want 2", n)
 	}
 	if n := len(owned("ReplicaSet-other")); n != 1 {
 		t.Errorf("owned(other) = %d; want 1", n)

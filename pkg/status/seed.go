@@ -125,6 +125,13 @@ func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
 // container ID comes with the values, so a seed holds only for the instance
 // the node's status reported them for; a restarted container (a new ID)
 // starts from the usual initial result.
+//
+// This is what a kubelet 1.35+ writes after its own restart (KEP-4781:
+// started kept for a running container; ready kept until a probe says
+// otherwise), but for two cases the kubelet resolves towards a flip and
+// contract §2 forbids: the kubelet keeps a container with a readiness probe
+// ready only while the whole pod is Ready, and treats a container that
+// started within 10 s before its restart as new.
 func SeedsFromContainerStatuses(pod *v1.Pod) map[string]Seed {
 	out := map[string]Seed{}
 	if pod == nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {

@@ -5,35 +5,41 @@ import (
 	"sync"
 )
 
-// ctxWatch stops the workers run with one context when it ends. Workers
-// share it, so that tens of thousands of them cost one context.AfterFunc
-// (and one entry among the context's children), not one each.
+// Watches stops workers when the context their Run was given ends
+// (Config.Watches). Workers share it, so that tens of thousands of them run
+// with one context cost one context.AfterFunc (and one entry among the
+// context's children), not one each. The zero value is ready to use.
+type Watches struct {
+	mu sync.Mutex
+	m  map[<-chan struct{}]*ctxWatch
+}
+
+// NewWatches returns an empty registry.
+func NewWatches() *Watches { return &Watches{} }
+
+// ctxWatch is the workers run with one context.
 type ctxWatch struct {
+	reg     *Watches
 	done    <-chan struct{}
 	stop    func() bool
 	workers map[*Worker]struct{} // nil once fired
 }
 
-var watches struct {
-	mu sync.Mutex
-	m  map[<-chan struct{}]*ctxWatch
-}
-
-// watchCtx has w stopped when ctx ends; nil if ctx never ends.
-func watchCtx(ctx context.Context, w *Worker) *ctxWatch {
+// watch has w stopped when ctx ends; nil if ctx never ends.
+func (r *Watches) watch(ctx context.Context, w *Worker) *ctxWatch {
 	done := ctx.Done()
 	if done == nil {
 		return nil
 	}
-	watches.mu.Lock()
-	defer watches.mu.Unlock()
-	cw := watches.m[done]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cw := r.m[done]
 	if cw == nil {
-		if watches.m == nil {
-			watches.m = map[<-chan struct{}]*ctxWatch{}
+		if r.m == nil {
+			r.m = map[<-chan struct{}]*ctxWatch{}
 		}
-		cw = &ctxWatch{done: done, workers: map[*Worker]struct{}{}}
-		watches.m[done] = cw
+		cw = &ctxWatch{reg: r, done: done, workers: map[*Worker]struct{}{}}
+		r.m[done] = cw
 		cw.stop = context.AfterFunc(ctx, cw.fire)
 	}
 	cw.workers[w] = struct{}{}
@@ -41,13 +47,14 @@ func watchCtx(ctx context.Context, w *Worker) *ctxWatch {
 }
 
 func (cw *ctxWatch) fire() {
-	watches.mu.Lock()
+	r := cw.reg
+	r.mu.Lock()
 	ws := cw.workers
 	cw.workers = nil
-	if watches.m[cw.done] == cw {
-		delete(watches.m, cw.done)
+	if r.m[cw.done] == cw {
+		delete(r.m, cw.done)
 	}
-	watches.mu.Unlock()
+	r.mu.Unlock()
 	for w := range ws {
 		w.Stop()
 	}
@@ -58,8 +65,9 @@ func (cw *ctxWatch) leave(w *Worker) {
 	if cw == nil {
 		return
 	}
-	watches.mu.Lock()
-	defer watches.mu.Unlock()
+	r := cw.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if cw.workers == nil {
 		return
 	}
@@ -67,8 +75,8 @@ func (cw *ctxWatch) leave(w *Worker) {
 	if len(cw.workers) == 0 {
 		cw.stop()
 		cw.workers = nil
-		if watches.m[cw.done] == cw {
-			delete(watches.m, cw.done)
+		if r.m[cw.done] == cw {
+			delete(r.m, cw.done)
 		}
 	}
 }

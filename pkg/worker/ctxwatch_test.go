@@ -9,34 +9,36 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
-func watchCount() int {
-	watches.mu.Lock()
-	defer watches.mu.Unlock()
-	return len(watches.m)
+func watchCount(r *Watches) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
 }
+
+func sharing(r *Watches) func(*Config) { return func(c *Config) { c.Watches = r } }
 
 // Workers run with one context share one watch, which goes away with the
 // last of them; cancelling the context stops them all.
 func TestWorkersShareOneContextWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n0 := watchCount()
+	r := NewWatches()
 	var ws []*Worker
 	for range 3 {
-		e, w := newEnv(t, prober.Readiness, v1.Probe{})
+		e, w := newEnv(t, prober.Readiness, v1.Probe{}, sharing(r))
 		e.pods.set(runningPod(epoch))
 		go w.Run(ctx)
 		recv(t, e.prober.calls, "first probe")
 		ws = append(ws, w)
 	}
-	if n := watchCount() - n0; n != 1 {
+	if n := watchCount(r); n != 1 {
 		t.Fatalf("%d watches for one context, want 1", n)
 	}
 	cancel()
 	for _, w := range ws {
 		recv(t, w.Done(), "exit on cancel")
 	}
-	if n := watchCount() - n0; n != 0 {
+	if n := watchCount(r); n != 0 {
 		t.Fatalf("%d watches left after the context ended", n)
 	}
 }
@@ -44,14 +46,14 @@ func TestWorkersShareOneContextWatch(t *testing.T) {
 func TestContextWatchLeftByLastWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n0 := watchCount()
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	r := NewWatches()
+	e, w := newEnv(t, prober.Readiness, v1.Probe{}, sharing(r))
 	e.pods.set(runningPod(epoch))
 	go w.Run(ctx)
 	recv(t, e.prober.calls, "first probe")
 	w.Stop()
 	recv(t, w.Done(), "exit")
-	if n := watchCount() - n0; n != 0 {
+	if n := watchCount(r); n != 0 {
 		t.Fatalf("%d watches left after the last worker ended", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/restartpolicy"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -112,13 +113,12 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 		if w.containerID != "" {
 			w.cfg.Results.Set(w.containerID, results.Value{Result: results.Failure}, pod)
 		}
-		// Go on unless the container will not be restarted. As in the kubelet
-		// (without the alpha ContainerRestartRules gate) only restartPolicy
-		// Never ends a regular container; OnFailure keeps the worker even
-		// after exit 0, until the pod phase ends it.
+		// Go on unless the container will not run again: by its exit code,
+		// under the pod's and its own restart policy and restart rules
+		// (KEP-5307, on by default from 1.35), or because every container of
+		// the pod is restarting, as the kubelet's worker decides.
 		if cs.State.Terminated == nil ||
-			pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
-			isRestartableInit(pod, w.cfg.Container.Name) {
+			restartpolicy.WillRunAgain(pod, w.cfg.Container.Name, cs.State.Terminated.ExitCode) {
 			return stepSkip
 		}
 		w.state = StateStopped
@@ -305,7 +305,6 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		Env:         w.cfg.Container.Env,
 		KeepAlive:   w.cfg.KeepAlive,
 		HTTPCheck:   w.cfg.HTTPCheck,
-		GRPCTLS:     w.cfg.GRPCTLS,
 		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
 	}, &w.events)

@@ -50,6 +50,14 @@ func TestDoProbe(t *testing.T) {
 		return p
 	}
 	deleting := mutate(func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} })
+	never, alwaysC := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyAlways
+	// withRules gives the probed container its own restartPolicy and rules.
+	withRules := func(p *v1.Pod, policy *v1.ContainerRestartPolicy, rules ...v1.ContainerRestartRule) *v1.Pod {
+		p = p.DeepCopy()
+		p.Spec.Containers[0].RestartPolicy = policy
+		p.Spec.Containers[0].RestartPolicyRules = rules
+		return p
+	}
 
 	type want struct {
 		keepGoing bool
@@ -81,9 +89,27 @@ func TestDoProbe(t *testing.T) {
 		{name: "terminated, restartPolicy Never", pod: terminated(v1.RestartPolicyNever, 1), want: failedStop},
 		{name: "terminated exit 0, restartPolicy Never", pod: terminated(v1.RestartPolicyNever, 0), want: failedStop},
 		{name: "terminated exit 1, restartPolicy OnFailure", pod: terminated(v1.RestartPolicyOnFailure, 1), want: failedGoOn},
-		// The kubelet looks only at Never: OnFailure keeps the worker even
-		// after exit 0, until the pod phase ends it.
-		{name: "terminated exit 0, restartPolicy OnFailure", pod: terminated(v1.RestartPolicyOnFailure, 0), want: failedGoOn},
+		// From 1.35 (ContainerRestartRules on by default) the kubelet's
+		// worker asks ContainerShouldRestart: exit 0 under OnFailure ends it.
+		{name: "terminated exit 0, restartPolicy OnFailure", pod: terminated(v1.RestartPolicyOnFailure, 0), want: failedStop},
+		// A container's own restartPolicy and restartPolicyRules (KEP-5307)
+		// come before the pod's.
+		{name: "terminated exit 42, pod Never, container rule restarts 42", pod: withRules(terminated(v1.RestartPolicyNever, 42), &never,
+			v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}),
+			want: failedGoOn},
+		{name: "terminated exit 1, pod Never, container rule restarts 42", pod: withRules(terminated(v1.RestartPolicyNever, 1), &never,
+			v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}),
+			want: failedStop},
+		{name: "terminated exit 1, pod Never, container Always", pod: withRules(terminated(v1.RestartPolicyNever, 1), &alwaysC), want: failedGoOn},
+		{name: "terminated exit 1, pod Always, container Never", pod: withRules(terminated(v1.RestartPolicyAlways, 1), &never), want: failedStop},
+		{name: "terminated exit 1, pod Never, another container's RestartAllContainers rule matched", pod: mutate(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "trigger", RestartPolicy: &never, RestartPolicyRules: []v1.ContainerRestartRule{{
+				Action: v1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{9}}}}})
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, v1.ContainerStatus{Name: "trigger", ContainerID: "containerd://trigger",
+				State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 9}}})
+		}), want: failedGoOn},
 		{name: "terminated, restartPolicy Always", pod: terminated(v1.RestartPolicyAlways, 0), want: failedGoOn},
 		{name: "terminated sidecar, restartPolicy Never", pod: asInit(terminated(v1.RestartPolicyNever, 0), true), want: failedGoOn},
 		{name: "terminated plain init container, restartPolicy Never", pod: asInit(terminated(v1.RestartPolicyNever, 1), false), want: failedStop},
@@ -280,7 +306,7 @@ func TestStartupProbeFailureThreshold(t *testing.T) {
 		t.Errorf("prober called %d times, want %d", n, failureThreshold)
 	}
 	kills := e.killer.calls()
-	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Startup, 30 * time.Second}) {
+	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Startup, 2 * time.Second}) {
 		t.Errorf("kills = %+v, want one of %s", kills, testID)
 	}
 }

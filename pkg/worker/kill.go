@@ -11,16 +11,16 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
-
-// defaultGracePeriod applies when neither the pod nor the probe sets one.
-const defaultGracePeriod = 30 * time.Second
 
 // GracePeriod is the time a container failing its liveness or startup probe
 // gets to end, its preStop hook included: the first that is set of the
 // pod's deletionGracePeriodSeconds, the probe's
 // terminationGracePeriodSeconds, the pod's terminationGracePeriodSeconds,
-// else 30s (contract §3). RuntimeKiller stops the container with what the
+// else the kubelet's minimum of 2 s (contract §3; setTerminationGracePeriod
+// starts from minimumGracePeriodInSeconds). The API server always sets the
+// pod's, so the last case is for pods that never went through it. RuntimeKiller stops the container with what the
 // hook left of it, and never with less than MinimumGracePeriod.
 func GracePeriod(pod *v1.Pod, spec *v1.Probe) time.Duration {
 	switch {
@@ -31,7 +31,7 @@ func GracePeriod(pod *v1.Pod, spec *v1.Probe) time.Duration {
 	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
 		return seconds(*pod.Spec.TerminationGracePeriodSeconds)
 	}
-	return defaultGracePeriod
+	return MinimumGracePeriod
 }
 
 func seconds(s int64) time.Duration {
@@ -73,8 +73,22 @@ type RuntimeKiller struct {
 
 var _ Killer = (*RuntimeKiller)(nil)
 
+// ReasonContainerMismatch is the Warning event of a kill refused because
+// the container ID in the pod's status is not the pod's container on the
+// runtime.
+const ReasonContainerMismatch = "ContainerMismatch"
+
+// OwnerChecker is a Stopper that can tell, before a kill, whether the
+// container is the caller's (cri.Limited and cri.Verified).
+type OwnerChecker interface {
+	CheckOwner(ctx context.Context, containerID string) error
+}
+
 // Kill implements Killer.
 func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
+	if err := k.checkOwner(ctx, pod, container, containerID); err != nil {
+		return err
+	}
 	if k.Recorder != nil {
 		k.Recorder.Event(pod, container.Name, v1.EventTypeNormal, "Killing", KillMessage(pod, container.Name, probeType))
 	}
@@ -103,37 +117,71 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
 		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
 	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {
+		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
 	return nil
 }
 
-// KillMessage is the kubelet's Killing event text (kuberuntime
-// computePodActions / computeInitContainerActions):
-//   - "Container <c> failed liveness probe, will be restarted" (or startup);
-//   - without ", will be restarted" when the pod's restartPolicy is Never;
+// checkOwner refuses, before the Killing event and the preStop hook, a kill
+// of a container that is not the pod's on the runtime.
+func (k *RuntimeKiller) checkOwner(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string) error {
+	c, ok := k.Runtime.(OwnerChecker)
+	if k.EventOnly || !ok {
+		return nil
+	}
+	if err := c.CheckOwner(ctx, containerID); err != nil {
+		k.mismatchEvent(pod, container, err)
+		return fmt.Errorf("stop container %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// mismatchEvent tells the pod's owner that a kill was refused because its
+// status names a container that is not its own.
+func (k *RuntimeKiller) mismatchEvent(pod *v1.Pod, container *v1.Container, err error) {
+	if k.Recorder != nil && isOwnerMismatch(err) {
+		k.Recorder.Event(pod, container.Name, v1.EventTypeWarning, ReasonContainerMismatch, err.Error())
+	}
+}
+
+// KillMessage is the Killing event text for a probe failure of the named
+// container, in the kubelet's words (kuberuntime computePodActions and
+// computeInitContainerActions) where what follows probed's stop is what
+// follows the kubelet's own kill (restartpolicy.KillParity):
+//   - "Container <c> failed liveness probe, will be restarted" (or startup)
+//     when the kubelet would restart it in the same pass;
+//   - without ", will be restarted" when it would not (its restartPolicy,
+//     or the pod's, is Never): what happens then depends on its exit code,
+//     after probed's stop as after the kubelet's;
 //   - "Init container <c> failed liveness probe" for a restartable init
 //     container (sidecar), which the kubelet words this way.
+//
+// Where the two differ, the text says what probed's stop really leads to:
+// under restartPolicy OnFailure (the pod's or the container's) the kubelet
+// restarts a container after its own kill whatever the exit code, but after
+// probed's stop only if the exit code is not 0, so the text ends in ", will
+// be restarted unless it exits with code 0".
 func KillMessage(pod *v1.Pod, containerName string, probeType prober.ProbeType) string {
 	what := strings.ToLower(probeType.String())
-	if pod != nil && isRestartableInit(pod, containerName) {
+	if pod != nil && restartpolicy.IsSidecar(&pod.Spec, containerName) {
 		return fmt.Sprintf("Init container %s failed %s probe", containerName, what)
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe", containerName, what)
-	if pod == nil || pod.Spec.RestartPolicy != v1.RestartPolicyNever {
-		msg += ", will be restarted"
+	if pod == nil {
+		return msg + ", will be restarted"
 	}
-	return msg
-}
-
-// isRestartableInit reports whether the named container is an init container
-// with restartPolicy Always (a sidecar); the kubelet always restarts those.
-func isRestartableInit(pod *v1.Pod, name string) bool {
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		}
+	c := restartpolicy.Container(&pod.Spec, containerName)
+	if !restartpolicy.AfterKubeletKill(&pod.Spec, c) {
+		return msg
 	}
-	return false
+	switch after := restartpolicy.StopOutcome(&pod.Spec, c); {
+	case after.All:
+		return msg + ", will be restarted"
+	case after.AllButZero:
+		return msg + ", will be restarted unless it exits with code 0"
+	case after.None:
+		return msg + ", will not be restarted"
+	}
+	return msg + ", will be restarted or not by its exit code"
 }

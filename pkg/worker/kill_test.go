@@ -37,9 +37,9 @@ func TestGracePeriod(t *testing.T) {
 		{"probe grace without pod spec", pod(nil, nil), probe(i64(7)), 7 * time.Second},
 		{"pod spec grace", pod(nil, i64(60)), probe(nil), 60 * time.Second},
 		{"pod spec zero grace", pod(nil, i64(0)), probe(nil), 0},
-		{"nothing set", pod(nil, nil), probe(nil), 30 * time.Second},
+		{"nothing set: the kubelet's minimum", pod(nil, nil), probe(nil), 2 * time.Second},
 		{"nil probe", pod(nil, i64(45)), nil, 45 * time.Second},
-		{"nil pod", nil, probe(nil), 30 * time.Second},
+		{"nil pod", nil, probe(nil), 2 * time.Second},
 		{"negative clamps to zero", pod(i64(-1), nil), nil, 0},
 	}
 	for _, tc := range tests {
@@ -69,6 +69,9 @@ func TestKillMessage(t *testing.T) {
 	withPolicy := func(p v1.RestartPolicy) *v1.Pod {
 		return &v1.Pod{Spec: v1.PodSpec{RestartPolicy: p, Containers: []v1.Container{{Name: "app"}}}}
 	}
+	withContainerPolicy := func(p v1.RestartPolicy, c v1.ContainerRestartPolicy) *v1.Pod {
+		return &v1.Pod{Spec: v1.PodSpec{RestartPolicy: p, Containers: []v1.Container{{Name: "app", RestartPolicy: &c}}}}
+	}
 	sidecarPod := &v1.Pod{Spec: v1.PodSpec{
 		RestartPolicy:  v1.RestartPolicyNever,
 		InitContainers: []v1.Container{{Name: "proxy", RestartPolicy: &always}, {Name: "setup"}},
@@ -80,8 +83,14 @@ func TestKillMessage(t *testing.T) {
 		want      string
 	}{
 		{withPolicy(v1.RestartPolicyAlways), "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
-		{withPolicy(v1.RestartPolicyOnFailure), "app", prober.Startup, "Container app failed startup probe, will be restarted"},
+		// Under OnFailure the kubelet's own kill restarts whatever the exit
+		// code; after probed's stop only a non-zero exit is restarted.
+		{withPolicy(v1.RestartPolicyOnFailure), "app", prober.Startup, "Container app failed startup probe, will be restarted unless it exits with code 0"},
 		{withPolicy(v1.RestartPolicyNever), "app", prober.Liveness, "Container app failed liveness probe"},
+		// A container's own restartPolicy comes first (KEP-5307).
+		{withContainerPolicy(v1.RestartPolicyNever, v1.ContainerRestartPolicyAlways), "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
+		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever), "app", prober.Liveness, "Container app failed liveness probe"},
+		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyOnFailure), "app", prober.Liveness, "Container app failed liveness probe, will be restarted unless it exits with code 0"},
 		{sidecarPod, "proxy", prober.Liveness, "Init container proxy failed liveness probe"},
 		{sidecarPod, "proxy", prober.Startup, "Init container proxy failed startup probe"},
 		{sidecarPod, "setup", prober.Liveness, "Container setup failed liveness probe"},

@@ -117,17 +117,20 @@ func TestDurationSeriesNone(t *testing.T) {
 	}
 }
 
-func TestParseDurationSeries(t *testing.T) {
-	for i, name := range DurationSeriesValues() {
-		d, err := ParseDurationSeries(name)
-		if err != nil || int(d) != i || d.String() != name {
-			t.Errorf("ParseDurationSeries(%q) = %v, %v", name, d, err)
+// The flag's default is the contract's histogram; NewMetrics without the
+// option, or with a value it does not know, keeps it.
+func TestDurationSeriesDefault(t *testing.T) {
+	if v := DurationSeriesValues(); len(v) != 3 || v[0] != DurationPerPod {
+		t.Errorf("DurationSeriesValues() = %v, want pod first", v)
+	}
+	for _, opts := range [][]MetricsOption{nil, {WithDurationSeries("bogus")}} {
+		reg := prometheus.NewRegistry()
+		m := NewMetrics(reg, opts...)
+		s := newSeries(prober.Readiness, "app", "pod", "ns", "uid")
+		m.observeProbe(&s, results.Success, 0.25)
+		labels, counts, _ := durationFamily(t, reg)
+		if len(labels) != 1 || labels[0] != "container,namespace,pod,probe_type" || counts["Readiness/ns"] != 1 {
+			t.Errorf("%d options: duration series %v %v, want one per pod", len(opts), labels, counts)
 		}
-	}
-	if DurationSeriesValues()[0] != DurationPerPod.String() {
-		t.Errorf("the default must come first: %v", DurationSeriesValues())
-	}
-	if _, err := ParseDurationSeries("per-pod"); err == nil {
-		t.Error("ParseDurationSeries accepted per-pod")
 	}
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,5 +108,14 @@ prober_probe_total{container="app",namespace="ns",pod="web-0",pod_uid="uid-2",pr
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "prober_probe_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDurationBucketsAreTheClientDefaults: series.dur is sized by
+// prometheusDefBuckets at compile time; it must stay the client's defaults,
+// which the kubelet's histogram uses.
+func TestDurationBucketsAreTheClientDefaults(t *testing.T) {
+	if !slices.Equal(prometheusDefBuckets[:], prometheus.DefBuckets) {
+		t.Fatalf("prometheus.DefBuckets is %v; update prometheusDefBuckets (%v)", prometheus.DefBuckets, prometheusDefBuckets)
 	}
 }

@@ -7,6 +7,25 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// Scheduler wakes workers on their tick grids (Config.Scheduler). Every
+// worker of a daemon shares one, made by NewScheduler: the hand-rolled timer
+// heap below, which BenchmarkScheduler50k measures against a time.Ticker per
+// worker at 50,000 workers (docs/benchmarks/ANALYSIS.md).
+type Scheduler interface {
+	// add registers w: its first tick is due after first if first > 0,
+	// else after one period; ticks then follow every period.
+	add(w *Worker, first, period time.Duration)
+	// reset restarts w's grid one period from now and drops a pending tick.
+	reset(w *Worker)
+	// remove forgets w.
+	remove(w *Worker)
+	// now is the scheduler's time in nanoseconds, on which ticks' dues are.
+	now() int64
+}
+
+// NewScheduler returns the timer heap on c, for all the workers that share it.
+func NewScheduler(c clock.Clock) Scheduler { return newScheduler(c) }
+
 // scheduler wakes workers on their tick grids from one timer, instead of
 // one runtime timer per worker: an idle worker is then a goroutine parked on
 // one channel, with no timer and no multi-way select to re-arm per tick.
@@ -49,18 +68,6 @@ type request struct {
 	w   *Worker
 	due int64
 	add bool
-}
-
-// realScheduler serves every worker on the real clock.
-var realScheduler = newScheduler(clock.RealClock{})
-
-// schedulerFor returns the shared scheduler for the real clock, and a
-// private one for any other clock (tests drive each worker's clock alone).
-func schedulerFor(c clock.Clock) *scheduler {
-	if _, ok := c.(clock.RealClock); ok {
-		return realScheduler
-	}
-	return newScheduler(c)
 }
 
 func newScheduler(c clock.Clock) *scheduler {

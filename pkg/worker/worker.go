@@ -28,6 +28,9 @@ type Config struct {
 	// a UID.
 	PodNamespace string
 	PodName      string
+	// StaticPodUID is a mirror pod's static pod UID (see StaticPodUID),
+	// which the runtime's containers carry; "" for other pods.
+	StaticPodUID string
 	// Container is the target container's spec; the worker keeps the
 	// pointer (no copy per worker) and never mutates it. Required.
 	Container *v1.Container
@@ -58,6 +61,13 @@ type Config struct {
 
 	// Clock defaults to the real clock.
 	Clock clock.Clock
+	// Scheduler wakes the worker every period: share one among all workers
+	// (NewScheduler on Clock), so that they cost one timer. Nil gives the
+	// worker one of its own on Clock.
+	Scheduler Scheduler
+	// Watches stops the worker when Run's context ends: share one among all
+	// workers. Nil gives the worker one of its own.
+	Watches *Watches
 	// DaemonStart is when probed started; workers created within one period
 	// of it wait a random part of the period first, to spread the probes.
 	DaemonStart time.Time
@@ -74,8 +84,6 @@ type Config struct {
 	KeepAlive bool
 	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
 	HTTPCheck *prober.HTTPCheck
-	// GRPCTLS is the probe's grpc.mode TLS: TLS without verification.
-	GRPCTLS bool
 	// Period and Timeout replace the spec's periodSeconds and
 	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
 	// "probed.io/timeoutMilliseconds").
@@ -99,7 +107,7 @@ type Worker struct {
 
 	// The run loop parks on wake alone; Stop, Trigger and the scheduler set
 	// a request and send a coalescing token.
-	sched   *scheduler
+	sched   Scheduler
 	wake    chan struct{}
 	stopReq atomic.Bool
 	trigReq atomic.Bool
@@ -151,12 +159,18 @@ func New(cfg Config) *Worker {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = NewScheduler(cfg.Clock)
+	}
+	if cfg.Watches == nil {
+		cfg.Watches = NewWatches()
+	}
 	w := &Worker{
 		session: newSession(cfg.Spec),
 		cfg:     cfg,
 		initial: initialValue(cfg.ProbeType),
 		series:  newSeries(cfg.ProbeType, cfg.Container.Name, cfg.PodName, cfg.PodNamespace, string(cfg.PodUID)),
-		sched:   schedulerFor(cfg.Clock),
+		sched:   cfg.Scheduler,
 		wake:    make(chan struct{}, 1),
 		state:   StatePending,
 	}
@@ -191,6 +205,7 @@ func (w *Worker) Run(ctx context.Context) {
 		w.errorLog(nil, "Probe worker already ran")
 		return
 	}
+	ctx = w.withOwner(ctx)
 	for ok := w.start(ctx); ok; ok = w.step(ctx) {
 		<-w.wake
 	}
@@ -207,7 +222,7 @@ func (w *Worker) start(ctx context.Context) bool {
 		return false
 	}
 	// ctx's end is one more stop request: no goroutine watches it.
-	w.watch = watchCtx(ctx, w)
+	w.watch = w.cfg.Watches.watch(ctx, w)
 	w.registered = true
 
 	period := time.Duration(w.cfg.Spec.PeriodSeconds) * time.Second

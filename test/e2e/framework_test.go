@@ -97,6 +97,16 @@ func grpcHandler(port int32) v1.ProbeHandler {
 	return v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port}}
 }
 
+func grpcTLSHandler(port int32) v1.ProbeHandler {
+	return v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: port, Mode: ptr(v1.GRPCProbeModeTLS)}}
+}
+
+func httpGetProtocolHandler(path string, port int, protocol v1.HTTPProtocol) v1.ProbeHandler {
+	h := httpGetHandler(path, port)
+	h.HTTPGet.Protocol = &protocol
+	return h
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // sc is one running scenario: its test, pod and what it has seen.
@@ -262,16 +272,7 @@ func (s *sc) get() *v1.Pod {
 }
 
 // status is the probed container's status in p, or nil.
-func (s *sc) status(p *v1.Pod) *v1.ContainerStatus {
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for i := range list {
-			if list[i].Name == s.container {
-				return &list[i]
-			}
-		}
-	}
-	return nil
-}
+func (s *sc) status(p *v1.Pod) *v1.ContainerStatus { return containerStatus(p, s.container) }
 
 func (s *sc) restartCount(p *v1.Pod) int32 {
 	if cs := s.status(p); cs != nil {

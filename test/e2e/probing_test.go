@@ -52,6 +52,15 @@ func TestProbing(t *testing.T) {
 			t.Parallel()
 			testDemo(t)
 		})
+		t.Run("parity", func(t *testing.T) {
+			t.Parallel()
+			for _, sn := range parityScenarios {
+				t.Run(sn.name, func(t *testing.T) {
+					t.Parallel()
+					sn.run(t)
+				})
+			}
+		})
 	})
 	t.Run("probed-stayed-up", testProbedStayedUp)
 }
@@ -405,6 +414,79 @@ var scenarios = []scenario{
 			s.t.Errorf("Unhealthy message %q does not name the port probed", e.Message)
 		}
 		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+
+	// 14a. Upstream's gRPC TLS specs (1.37, KEP-4939, alpha upstream; probed
+	// reads grpc.mode from the typed API and needs no gate).
+	// "should *not* be restarted with a GRPC liveness probe with TLS mode"
+	{"14a-grpc-tls-liveness-not-restarted", func(s *sc) {
+		pod := s.newPod("grpc", target([]int32{5000, 8080}, "--http=:8080", "--grpc=:5000", "--grpc-tls"), probes{
+			Liveness: &v1.Probe{ProbeHandler: grpcTLSHandler(5000), InitialDelaySeconds: probeTestInitialDelaySeconds, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 0, 0)
+		s.expectNoProbedEvent("Unhealthy", "")
+	}},
+	// "should be restarted with a GRPC liveness probe when not using TLS against a TLS server"
+	{"14a-grpc-plaintext-against-tls-restarted", func(s *sc) {
+		pod := s.newPod("grpc", target([]int32{5000, 8080}, "--http=:8080", "--grpc=:5000", "--grpc-tls"), probes{
+			Liveness: &v1.Probe{ProbeHandler: grpcHandler(5000), InitialDelaySeconds: probeTestInitialDelaySeconds, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 1, defaultObservationTimeout)
+		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: ")
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+	// "should be restarted with a GRPC liveness probe with TLS mode when endpoint returns not healthy"
+	// (agnhost's --delay-unhealthy-sec 20 is probe-target's --healthz-fail-after, which gRPC service "" follows)
+	{"14a-grpc-tls-not-serving-restarted", func(s *sc) {
+		pod := s.newPod("grpc", target([]int32{5000, 8080}, "--http=:8080", "--grpc=:5000", "--grpc-tls", "--healthz-fail-after=20s"), probes{
+			Liveness: &v1.Probe{ProbeHandler: grpcTLSHandler(5000), InitialDelaySeconds: probeTestInitialDelaySeconds, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 1, defaultObservationTimeout)
+		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: service unhealthy (responded with \"NOT_SERVING\")")
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+	// "should be restarted with a GRPC liveness probe with TLS mode on wrong port"
+	{"14a-grpc-tls-wrong-port-restarted", func(s *sc) {
+		pod := s.newPod("grpc", target([]int32{5000, 8080}, "--http=:8080", "--grpc=:5000", "--grpc-tls"), probes{
+			Liveness: &v1.Probe{ProbeHandler: grpcTLSHandler(2333), InitialDelaySeconds: probeTestInitialDelaySeconds * 4, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 1, defaultObservationTimeout)
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+
+	// 14b. Upstream's httpGet protocol specs (1.37, KEP-5999, alpha upstream).
+	// "should *not* be restarted with an httpGet liveness probe with protocol HTTP1"
+	{"14b-http1-liveness-not-restarted", func(s *sc) {
+		pod := s.newPod("test-webserver", target([]int32{80}, "--http=:80"), probes{
+			Liveness: &v1.Probe{ProbeHandler: httpGetProtocolHandler("/", 80, v1.HTTPProtocolHTTP1), InitialDelaySeconds: 15, TimeoutSeconds: 5, FailureThreshold: 5},
+		})
+		s.runLivenessTest(pod, 0, 0)
+		s.expectNoProbedEvent("Unhealthy", "")
+	}},
+	// "should be restarted with an httpGet liveness probe with protocol HTTP2 against HTTP/1.1 server"
+	{"14b-h2c-against-http1-restarted", func(s *sc) {
+		pod := s.newPod("liveness", target([]int32{8080}, "--http=:8080"), probes{
+			Liveness: &v1.Probe{ProbeHandler: httpGetProtocolHandler("/healthz", 8080, v1.HTTPProtocolHTTP2), InitialDelaySeconds: probeTestInitialDelaySeconds, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 1, defaultObservationTimeout)
+		s.expectEvent(warning, "Unhealthy", "Liveness probe failed: ")
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+	// "should be restarted with an httpGet liveness probe with protocol HTTP2 on wrong port"
+	{"14b-h2c-wrong-port-restarted", func(s *sc) {
+		pod := s.newPod("liveness", target([]int32{8080}, "--http=:8080", "--h2c"), probes{
+			Liveness: &v1.Probe{ProbeHandler: httpGetProtocolHandler("/", 2333, v1.HTTPProtocolHTTP2), InitialDelaySeconds: probeTestInitialDelaySeconds * 4, TimeoutSeconds: 5, FailureThreshold: 1},
+		})
+		s.runLivenessTest(pod, 1, defaultObservationTimeout)
+		s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
+	}},
+	// "should *not* be restarted with an httpGet liveness probe with protocol HTTP2 against h2c server"
+	{"14b-h2c-liveness-not-restarted", func(s *sc) {
+		pod := s.newPod("test-h2c-server", target([]int32{80}, "--http=:80", "--h2c"), probes{
+			Liveness: &v1.Probe{ProbeHandler: httpGetProtocolHandler("/", 80, v1.HTTPProtocolHTTP2), InitialDelaySeconds: 15, TimeoutSeconds: 5, FailureThreshold: 5},
+		})
+		s.runLivenessTest(pod, 0, 0)
+		s.expectNoProbedEvent("Unhealthy", "")
 	}},
 
 	// 15. "should mark readiness on pods to false while pod is in progress of

@@ -340,22 +340,7 @@ func kubeletProbesEndpoint(ctx context.Context, t *testing.T) (string, *http.Cli
 // waitPod polls the pod "web" of ns until ok holds.
 func waitPod(ctx context.Context, t *testing.T, ns, what string, ok func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
-	var last *v1.Pod
-	err := wait.PollUntilContextTimeout(ctx, time.Second, podStartTimeout, true, func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = p
-		return ok(p), nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Logf("pod: %s", summarize(last))
-		}
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	return last
+	return pollPod(t, ctx, ns, "web", what, podStartTimeout, ok)
 }
 
 func containerReady(p *v1.Pod, name string) bool {

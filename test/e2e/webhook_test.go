@@ -34,19 +34,37 @@ import (
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
-// An ordinary Deployment, with spec probes, in a namespace labelled
-// probed.io/inject=enabled, is probed by probed alone: the webhook (its
-// image, from deploy/webhook, running on the node) adopts the pod; the
-// kubelet's own prober_probe_total for it stays 0 while it counts the
-// webhook pod's own spec probes; the startup probe holds readiness back,
-// the readiness probe gates Ready through probed.io/ready, and a failing
-// liveness probe restarts the container once.
-func TestWebhookAdoptedDeploymentProbedByProbedOnly(t *testing.T) {
+// TestWebhook deploys the adoption webhook (its image, from deploy/webhook,
+// running on the node) once, and runs the scenarios that go through it in
+// parallel, each in a namespace of its own labelled probed.io/inject=enabled.
+func TestWebhook(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	deployWebhook(t, ctx)
+	deployWebhook(t, context.Background())
+	for _, sn := range []struct {
+		name string
+		run  func(t *testing.T, ctx context.Context, ns string)
+	}{
+		{"adopted-deployment-probed-by-probed-only", testAdoptedDeploymentProbedByProbedOnly},
+		{"onfailure-job-liveness-stays-with-kubelet", testOnFailureJobThroughWebhook},
+		{"sidecar-startup-probe-orders-start-up", testSidecarStartupThroughWebhook},
+		{"refused-host-stays-with-kubelet", testRefusedHostThroughWebhook},
+	} {
+		t.Run(sn.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			sn.run(t, ctx, injectedNamespace(t, ctx, sn.name))
+		})
+	}
+}
 
-	const ns = "adopted"
+// injectedNamespace creates a namespace labelled probed.io/inject=enabled,
+// deleted when the test ends.
+func injectedNamespace(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	ns := "wh-" + name
+	if len(ns) > 63 {
+		ns = strings.TrimRight(ns[:63], "-")
+	}
 	if err := createNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +73,16 @@ func TestWebhookAdoptedDeploymentProbedByProbedOnly(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"probed.io/inject":"enabled"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return ns
+}
+
+// An ordinary Deployment, with spec probes, in a namespace labelled
+// probed.io/inject=enabled, is probed by probed alone: the webhook adopts
+// the pod; the kubelet's own prober_probe_total for it stays 0 while it
+// counts the webhook pod's own spec probes; the startup probe holds
+// readiness back, the readiness probe gates Ready through probed.io/ready,
+// and a failing liveness probe restarts the container once.
+func testAdoptedDeploymentProbedByProbedOnly(t *testing.T, ctx context.Context, ns string) {
 
 	// Started after 6 s; alive and ready from then; on its first run only
 	// (the emptyDir remembers), it stops being alive 10 s later.
@@ -260,7 +288,7 @@ func deployWebhook(t *testing.T, ctx context.Context) {
 		}
 	})
 	var dep *appsv1.Deployment
-	for _, obj := range decodeDir(t, filepath.Join(repoRoot, "deploy/webhook"), "webhook.yaml", "admission.yaml") {
+	for _, obj := range decodeDir(t, filepath.Join(repoRoot, "deploy/webhook"), "webhook.yaml", "admission.yaml", "ca-bundle.yaml") {
 		var err error
 		bg := context.Background()
 		switch o := obj.(type) {

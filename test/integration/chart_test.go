@@ -182,7 +182,7 @@ func TestChartCoversEveryFlag(t *testing.T) {
 		t.Errorf("rendered args %q: want the %d flags, then extraArgs", args, len(want))
 	}
 	// probed parses what the chart renders (the placeholders fail its
-	// validation, which -version skips).
+	// validation, which -version skips; enums are checked as they are parsed).
 	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
 	if err != nil {
 		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)

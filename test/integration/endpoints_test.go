@@ -58,6 +58,10 @@ func TestEndpointsAuthentication(t *testing.T) {
 		{"an unknown token", "not-a-token", "/metrics", 401, "Unauthorized"},
 		{"an unknown token", "not-a-token", "/debug/probes", 401, "Unauthorized"},
 		{"an unknown token", "not-a-token", "/readyz", 200, "[+] informer-synced ok"},
+		{"no token", "", "/readyz?verbose", 401, "Unauthorized"},
+		{"an unknown token", "not-a-token", "/readyz?verbose", 401, "Unauthorized"},
+		// system:public-info-viewer lets every authenticated caller get /readyz.
+		{"a token without RBAC", nobody, "/readyz?verbose", 200, "[+] informer-synced ok"},
 		{"a token without RBAC", nobody, "/metrics", 403, `system:serviceaccount:probed-system:probed-it-nobody\" cannot get path \"/metrics\"`},
 		{"a token without RBAC", nobody, "/debug/probes", 403, `cannot get path \"/debug/probes\"`},
 		{"probed-metrics-reader", metricsOnly, "/metrics", 200, "probed_workers"},

@@ -299,10 +299,12 @@ type debugEntry struct {
 	PodName      string `json:"podName"`
 	Container    string `json:"container"`
 	ProbeType    string `json:"probeType"`
+	Spec         string `json:"spec"`
 	State        string `json:"state"`
 	History      []struct {
 		Result string `json:"result"`
 		Output string `json:"output"`
+		Error  string `json:"error"`
 	} `json:"history"`
 }
 

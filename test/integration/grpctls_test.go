@@ -4,7 +4,6 @@ package integration
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -43,49 +42,44 @@ func startTLSGRPCTarget(t *testing.T, ip string) *grpcTarget {
 }
 
 // TestGRPCModeTLS: upstream's grpc.mode TLS probes a real TLS gRPC health
-// server (its certificate unverified) on the real apiserver, on the fast
-// path and through grpc-go; a plaintext probe of it fails, and an unknown
-// mode is an InvalidProbe naming grpc.mode.
+// server (its certificate unverified) on the real apiserver; a plaintext
+// probe of it fails, and an unknown mode is an InvalidProbe naming
+// grpc.mode.
 func TestGRPCModeTLS(t *testing.T) {
 	t.Parallel()
-	for _, fast := range []bool{true, false} {
-		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t)
-			ip := loopbackIP()
-			g := startTLSGRPCTarget(t, ip)
-			probe := func(mode string) map[string]any {
-				grpcAction := map[string]any{"port": g.Port}
-				if mode != "" {
-					grpcAction["mode"] = mode
-				}
-				return map[string]any{"grpc": grpcAction, "periodSeconds": 1, "failureThreshold": 1}
-			}
-			tlsPod := e.createPod("tls", mustJSON(probes{"app": {"readinessProbe": probe("TLS")}}), true, container{name: "app"})
-			e.runPod(tlsPod, ip, time.Minute)
-			plainPod := e.createPod("plain", mustJSON(probes{"app": {"readinessProbe": probe("")}}), true, container{name: "app"})
-			e.runPod(plainPod, ip, time.Minute)
-			badPod := e.createPod("badmode", mustJSON(probes{"app": {"readinessProbe": probe("Verify")}}), true, container{name: "app"})
-			e.runPod(badPod, ip, time.Minute)
-			e.startProbed(fmt.Sprintf("--probe-fast-paths=%v", fast))
-
-			e.waitCond("tls", "ready.probed.io/app", v1.ConditionTrue, 20*time.Second)
-			g.Set(false)
-			e.waitCond("tls", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
-			if c := condition(e.pod("tls"), "ready.probed.io/app"); !strings.Contains(c.Message, `service unhealthy (responded with "NOT_SERVING")`) {
-				t.Errorf("condition = %+v; want the health answer, read over TLS", c)
-			}
-
-			e.waitCond("plain", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
-			eventually(t, "the plaintext probe's failure", 20*time.Second, func() bool {
-				c := condition(e.pod("plain"), "ready.probed.io/app")
-				return c != nil && c.Reason == "ProbeFailed" && strings.Contains(c.Message, "failed to connect service")
-			})
-
-			e.waitCond("badmode", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
-			eventually(t, "InvalidProbe event", 20*time.Second, func() bool {
-				return e.findEvent(badPod.UID, "InvalidProbe", `grpc.mode: Unsupported value: "Verify"`) != nil
-			})
-		})
+	e := newEnv(t)
+	ip := loopbackIP()
+	g := startTLSGRPCTarget(t, ip)
+	probe := func(mode string) map[string]any {
+		grpcAction := map[string]any{"port": g.Port}
+		if mode != "" {
+			grpcAction["mode"] = mode
+		}
+		return map[string]any{"grpc": grpcAction, "periodSeconds": 1, "failureThreshold": 1}
 	}
+	tlsPod := e.createPod("tls", mustJSON(probes{"app": {"readinessProbe": probe("TLS")}}), true, container{name: "app"})
+	e.runPod(tlsPod, ip, time.Minute)
+	plainPod := e.createPod("plain", mustJSON(probes{"app": {"readinessProbe": probe("")}}), true, container{name: "app"})
+	e.runPod(plainPod, ip, time.Minute)
+	badPod := e.createPod("badmode", mustJSON(probes{"app": {"readinessProbe": probe("Verify")}}), true, container{name: "app"})
+	e.runPod(badPod, ip, time.Minute)
+	e.startProbed()
+
+	e.waitCond("tls", "ready.probed.io/app", v1.ConditionTrue, 20*time.Second)
+	g.Set(false)
+	e.waitCond("tls", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
+	if c := condition(e.pod("tls"), "ready.probed.io/app"); !strings.Contains(c.Message, `service unhealthy (responded with "NOT_SERVING")`) {
+		t.Errorf("condition = %+v; want the health answer, read over TLS", c)
+	}
+
+	e.waitCond("plain", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
+	eventually(t, "the plaintext probe's failure", 20*time.Second, func() bool {
+		c := condition(e.pod("plain"), "ready.probed.io/app")
+		return c != nil && c.Reason == "ProbeFailed" && strings.Contains(c.Message, "failed to connect service")
+	})
+
+	e.waitCond("badmode", "ready.probed.io/app", v1.ConditionFalse, 20*time.Second)
+	eventually(t, "InvalidProbe event", 20*time.Second, func() bool {
+		return e.findEvent(badPod.UID, "InvalidProbe", `grpc.mode: Unsupported value: "Verify"`) != nil
+	})
 }

@@ -37,6 +37,11 @@ func TestRBACAndNodeConfinement(t *testing.T) {
 	if _, err := probed.CoreV1().Pods("").List(mine.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + mine.node}); err != nil {
 		t.Errorf("list pods: %v", err)
 	}
+	// Granted: get a Node (its own: the kubelet's version and the node's
+	// addresses); listing them is not.
+	if _, err := probed.CoreV1().Nodes().Get(mine.ctx, mine.node, metav1.GetOptions{}); err != nil {
+		t.Errorf("get its node: %v", err)
+	}
 	// Not granted: everything else.
 	forbidden := map[string]error{}
 	_, forbidden["get secrets"] = probed.CoreV1().Secrets(mine.ns).List(mine.ctx, metav1.ListOptions{})

@@ -91,7 +91,7 @@ func buildWebhookBinary(t testing.TB, race bool) string {
 func webhookManifests(t testing.TB) []runtime.Object {
 	t.Helper()
 	var out []runtime.Object
-	for _, f := range []string{"webhook.yaml", "admission.yaml"} {
+	for _, f := range []string{"webhook.yaml", "admission.yaml", "ca-bundle.yaml"} {
 		b, err := os.ReadFile(filepath.Join(webhookDir, f))
 		if err != nil {
 			t.Fatal(err)

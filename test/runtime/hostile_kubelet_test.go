@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/probed-dev/probed/internal/probetext"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 )
@@ -168,19 +168,11 @@ func kubeletHTTP(url string, timeout time.Duration) outcome {
 	return outcome{res: results.Failure, out: out, events: []string{"Warning Unhealthy Readiness probe failed: " + out}}
 }
 
-// clientAddr matches the client's ephemeral address in socket error texts.
-var clientAddr = regexp.MustCompile(`127\.0\.0\.1:\d+->`)
-
-// clientTimeout matches the texts net/http gives a Client.Timeout; which one
-// a timeout gets depends on where it lands, in the kubelet as anywhere.
-var clientTimeout = regexp.MustCompile(`(context deadline exceeded|net/http: request canceled( [a-z]+)*|i/o timeout)( \(Client\.Timeout[^)]*\))?`)
-
 // sameOutcome compares result, output, error text and events, ignoring
-// ephemeral client ports and which of net/http's timeout texts was given.
+// ephemeral client ports, which of net/http's timeout texts was given, and
+// the response bytes probed withholds from transport errors.
 func sameOutcome(got, want outcome) bool {
-	n := func(s string) string {
-		return clientTimeout.ReplaceAllString(clientAddr.ReplaceAllString(s, "127.0.0.1:X->"), "<timeout>")
-	}
+	n := func(s string) string { return probetext.Normalise(probetext.Withheld(s)) }
 	errText := func(err error) string {
 		if err == nil {
 			return ""

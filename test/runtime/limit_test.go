@@ -119,7 +119,9 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ma
 // healthy container's exec liveness probe at failureThreshold 1 queues
 // behind them. Its waits run out in the queue, and that is probed's own
 // limit, never the container's failure: no kill, no Killing event, the
-// container keeps running, and the skipped runs are counted.
+// container keeps running, and the skipped runs are counted. (With the
+// per-pod share and the hold limit off: with them, the queue never gets
+// this long; see TestNoisyPodDoesNotStarveAnothersLiveness.)
 func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
 	const slots = 10
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
@@ -127,7 +129,7 @@ func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
 		hung := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
 		healthy := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
 		reg := prometheus.NewRegistry()
-		l := cri.NewLimited(rt, slots, cri.NewMetrics(reg))
+		l := cri.NewLimitedWith(rt, cri.LimitOptions{MaxConcurrent: slots, PerPod: slots, MaxHold: -1, Metrics: cri.NewMetrics(reg)})
 
 		ctx, release := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
@@ -181,6 +183,70 @@ func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
 		})
 		if events.has("Killing") {
 			t.Errorf("killed after all: %v", events.events)
+		}
+	})
+}
+
+// Issue 20, item 3, on the real runtime: a noisy pod with ten exec probes
+// hung in its container, and then ten noisy pods with one each, next to a
+// victim pod whose exec liveness probe runs every second with a 1 s
+// timeout. With the defaults (two slots per pod, 500ms hold), every one of
+// the victim's probes runs and passes: none is skipped in the queue, none
+// fails, nothing is killed.
+func TestNoisyPodDoesNotStarveAnothersLiveness(t *testing.T) {
+	const slots = 10
+	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
+		h := need(t)
+		victim := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
+		for _, layout := range []struct {
+			name       string
+			pods, each int
+		}{{"one pod, ten hung probes", 1, 10}, {"ten pods, one hung probe each", 10, 1}} {
+			t.Run(layout.name, func(t *testing.T) {
+				reg := prometheus.NewRegistry()
+				l := cri.NewLimitedWith(rt, cri.LimitOptions{MaxConcurrent: slots, Metrics: cri.NewMetrics(reg)})
+				noisy := newContainer(t, ctrd.ContainerSpec{Name: "noisy", Command: idleCommand})
+				ctx, release := context.WithCancel(context.Background())
+				var wg sync.WaitGroup
+				defer func() { release(); wg.Wait() }()
+				for p := range layout.pods {
+					owner := cri.Owner{PodNamespace: "ns", PodName: fmt.Sprintf("noisy-%d", p), PodUID: fmt.Sprintf("uid-noisy-%d", p), Container: "noisy"}
+					for range layout.each {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							_, _, _ = l.ExecInContainer(cri.WithOwner(ctx, owner), noisy.RuntimeID(), []string{"sleep", "300"}, 5*time.Minute)
+						}()
+					}
+				}
+				want := float64(min(slots, layout.pods*cri.DefaultMaxConcurrentExecsPerPod))
+				poll(t, "the noisy pods' execs holding their slots", 30*time.Second, func() bool {
+					return gaugeValue(t, reg, "probed_runtime_exec_in_flight") >= want
+				})
+
+				w, _, events, stop := startLivenessWorker(l, "victim", victim.RuntimeID(), &v1.Probe{
+					ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}},
+					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
+				})
+				defer stop()
+				poll(t, "six liveness probes of the victim", 30*time.Second, func() bool { return len(w.Snapshot().History) >= 6 })
+				for _, e := range w.Snapshot().History {
+					if e.Result != "success" {
+						t.Errorf("victim probe %+v; want every one run and passed", e)
+					}
+				}
+				name := cri.RuntimeName(rt)
+				if got := counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeQueueTimeout}); got != 0 {
+					t.Errorf("%v execs skipped in the queue", got)
+				}
+				if events.has("Killing") || events.has("Unhealthy") {
+					t.Errorf("events on the victim: %v", events.events)
+				}
+				if st, err := h.ContainerState(context.Background(), victim.ID); err != nil || st != runtimeapi.ContainerState_CONTAINER_RUNNING {
+					t.Errorf("victim container state = %v, %v; want running", st, err)
+				}
+				t.Logf("slot yields: %v", counterValue(t, reg, "probed_runtime_exec_slot_yields_total", nil))
+			})
 		}
 	})
 }

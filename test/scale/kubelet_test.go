@@ -278,6 +278,28 @@ func (k *kubelet) registerContainer(key string, uid types.UID, n int) {
 	k.containers[containerID(uid, n)[len("cri-o://"):]] = key
 }
 
+// containerLabels are the labels the kubelet gives a running container
+// (kuberuntime's newContainerLabels): whose it is.
+func (k *kubelet) containerLabels(id string) (map[string]string, bool) {
+	k.mu.Lock()
+	key, ok := k.containers[id]
+	k.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	pod, err := k.lister.Pods(ns).Get(name)
+	if err != nil || len(pod.Spec.Containers) == 0 {
+		return nil, false
+	}
+	return map[string]string{
+		"io.kubernetes.pod.namespace":  ns,
+		"io.kubernetes.pod.name":       name,
+		"io.kubernetes.pod.uid":        string(pod.UID),
+		"io.kubernetes.container.name": pod.Spec.Containers[0].Name,
+	}, true
+}
+
 // containerStopped is the runtime's report of a liveness kill: write the
 // exit now and the restarted container after the back-off, as two status
 // writes (the kubelet's PLEG sees the exit and the new container in

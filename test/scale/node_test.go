@@ -81,7 +81,7 @@ func newNode(ctx context.Context, t *testing.T, k *kubelet, i int, dir string) (
 	}
 	k.nodes[n.Name] = kc
 	n.Site = startSite(t, siteIP(i))
-	n.Runtime = startRuntime(t, n.dir, func(id string) { k.containerStopped(ctx, id) })
+	n.Runtime = startRuntime(t, n.dir, func(id string) { k.containerStopped(ctx, id) }, k.containerLabels)
 	return n, nil
 }
 

@@ -32,6 +32,8 @@ type Container struct {
 	PodSandboxID string
 	// ID is the bare containerd container ID.
 	ID string
+	// The pod and container, as the kubelet's labels on both name them.
+	PodNamespace, PodName, PodUID, Name string
 }
 
 // RuntimeID is the ID as a pod status carries it: "containerd://<id>".
@@ -48,12 +50,24 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 		spec.Image = BusyboxImage
 	}
 	suffix := randomSuffix()
-	podName := spec.Name + "-" + suffix
+	podName, podNamespace, podUID := spec.Name+"-"+suffix, "probed-test", "uid-"+suffix
 	logDir := filepath.Join(h.path("logs"), podName)
+	// The kubelet's labels (kuberuntime's newPodLabels and
+	// newContainerLabels), which probed checks before an exec or a stop.
+	podLabels := map[string]string{
+		"io.kubernetes.pod.name":      podName,
+		"io.kubernetes.pod.namespace": podNamespace,
+		"io.kubernetes.pod.uid":       podUID,
+	}
+	containerLabels := map[string]string{"io.kubernetes.container.name": spec.Name}
+	for k, v := range podLabels {
+		containerLabels[k] = v
+	}
 	sandboxCfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: podName, Namespace: "probed-test", Uid: "uid-" + suffix,
+			Name: podName, Namespace: podNamespace, Uid: podUID,
 		},
+		Labels:       podLabels,
 		LogDirectory: logDir,
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			// Every container of every test pod lives below this parent; Stop sweeps it.
@@ -98,6 +112,7 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 		PodSandboxId: sb.PodSandboxId,
 		Config: &runtimeapi.ContainerConfig{
 			Metadata:   &runtimeapi.ContainerMetadata{Name: spec.Name},
+			Labels:     containerLabels,
 			Image:      &runtimeapi.ImageSpec{Image: spec.Image},
 			Command:    spec.Command,
 			Args:       spec.Args,
@@ -114,7 +129,8 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 	if _, err := h.cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId}); err != nil {
 		return nil, fmt.Errorf("start container: %w", err)
 	}
-	return &Container{PodSandboxID: sb.PodSandboxId, ID: cc.ContainerId}, nil
+	return &Container{PodSandboxID: sb.PodSandboxId, ID: cc.ContainerId,
+		PodNamespace: podNamespace, PodName: podName, PodUID: podUID, Name: spec.Name}, nil
 }
 
 // RemovePod stops and removes a pod sandbox and its containers.

@@ -60,7 +60,7 @@ func charts(res *Results) map[string]string {
 			p, k = append(p, r.Probed), append(k, r.Kubelet)
 		}
 		if len(cats) > 0 {
-			out[file] = barChart(title, unit, cats, []barSeries{{"probed", colorProbed, p}, {"kubelet v1.33.13", colorKubelet, k}}, logY)
+			out[file] = barChart(title, unit, cats, []barSeries{{"probed", colorProbed, p}, {"kubelet v1.37.2", colorKubelet, k}}, logY)
 		}
 	}
 	bars("cpu_per_probe.svg", "CPU per probe at saturation, one core (median, min–max)", "µs of CPU per probe", "1.", false)

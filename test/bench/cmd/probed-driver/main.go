@@ -49,12 +49,14 @@ func netSpec(proto string, port int) (*v1.Probe, error) {
 
 // The opt-in modes are chosen by environment, which the orchestrator passes
 // through: PROBED_KEEPALIVE=1 (a probe's "probed.io/keepAlive": true),
-// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst) and PROBED_FAST_PATHS=0
-// (--probe-fast-paths=false: HTTP through net/http, gRPC through grpc-go).
+// PROBED_TCP_CLOSE=rst (--tcp-probe-close=rst) and PROBED_HOST_POLICY
+// (--probe-host-policy; default kubelet, which checks nothing, as the
+// kubelet's code; deny-node-local, the daemon's default, gives each worker
+// a Transport of its own).
 var (
-	keepAlive = os.Getenv("PROBED_KEEPALIVE") == "1"
-	tcpClose  = os.Getenv("PROBED_TCP_CLOSE")
-	noFast    = os.Getenv("PROBED_FAST_PATHS") == "0"
+	keepAlive  = os.Getenv("PROBED_KEEPALIVE") == "1"
+	tcpClose   = os.Getenv("PROBED_TCP_CLOSE")
+	hostPolicy = os.Getenv("PROBED_HOST_POLICY")
 )
 
 // makeProbe calls (*prober.Prober).Probe the way a probed worker does: one
@@ -69,9 +71,18 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := prober.New(nil, prober.Options{TCPClose: mode, DisableFastPaths: noFast})
+	var guard *prober.HostGuard
+	if hostPolicy != "" {
+		policy, err := prober.ParseHostPolicy(hostPolicy)
+		if err != nil {
+			return nil, err
+		}
+		guard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+	}
+	p := prober.New(nil, prober.Options{TCPClose: mode, HostGuard: guard})
 	target := prober.Target{
 		PodIP:       host,
+		PodIPs:      []string{host},
 		ContainerID: "containerd://0123456789abcdef",
 		Ports:       []v1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: v1.ProtocolTCP}},
 		KeepAlive:   keepAlive && proto != "tcp",

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,13 +114,15 @@ func (s *sched) Start() error {
 	rm := results.NewManager() // one per probe type, as in probed
 	metrics := worker.NewMetrics(prometheus.NewRegistry())
 	start := time.Now() // workers created now spread over a period
+	// One timer heap and one context watch for all, as the manager shares.
+	scheduler, watches := worker.NewScheduler(clock.RealClock{}), worker.NewWatches()
 	for i, pod := range s.order {
 		c := &pod.Spec.Containers[0]
 		w := worker.New(worker.Config{
 			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
 			Container: c, ProbeType: prober.Readiness, Spec: c.ReadinessProbe,
 			Prober: &s.probers[i], Pods: s.pods, Results: rm,
-			DaemonStart: start, Metrics: metrics,
+			DaemonStart: start, Metrics: metrics, Scheduler: scheduler, Watches: watches,
 			Period: subSecond(s.period),
 		})
 		s.workers = append(s.workers, w)

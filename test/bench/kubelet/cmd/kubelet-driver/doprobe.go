@@ -13,7 +13,7 @@ import (
 )
 
 // The bookkeeping of the kubelet's worker.doProbe (pkg/kubelet/prober/worker.go
-// at v1.33.13, Apache License 2.0) around a probe that does nothing: the
+// at v1.37.2, Apache License 2.0) around a probe that does nothing: the
 // status manager's GetPodStatus, the container status scan, the instance and
 // start checks, the result metrics and the results cache. Probed's driver
 // runs its real pkg/worker the same way, so both sides pay for the same

@@ -1,5 +1,5 @@
 // Command kubelet-driver runs the kubelet's probing code under the loads of
-// benchkit: the real k8s.io/kubernetes v1.33.13 pkg/probe packages behind a
+// benchkit: the real k8s.io/kubernetes v1.37.2 pkg/probe packages behind a
 // copy of the kubelet's prober call path (net, rate), and the kubelet's
 // worker design (sched).
 package main

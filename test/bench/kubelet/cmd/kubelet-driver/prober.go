@@ -1,10 +1,10 @@
 // This file re-creates, for network probes, the call path of the kubelet's
-// pkg/kubelet/prober/prober.go at k8s.io/kubernetes v1.33.13 (Copyright 2014
+// pkg/kubelet/prober/prober.go at k8s.io/kubernetes v1.37.2 (Copyright 2014
 // The Kubernetes Authors, Apache License 2.0): newProber, probe,
 // runProbeWithRetries and runProbe are copied with only what cannot be
 // imported without the whole kubelet replaced (the event recorder, the
 // container ID type, format.Pod). The probe packages themselves are the real
-// ones, imported from k8s.io/kubernetes v1.33.13.
+// ones, imported from k8s.io/kubernetes v1.37.2.
 
 package main
 
@@ -173,6 +173,11 @@ func (pb *kubeletProber) runProbe(ctx context.Context, probeType probeType, p *v
 			headers := p.HTTPGet.HTTPHeaders
 			klogV4.InfoS("HTTP-Probe", "scheme", scheme, "host", host, "port", port, "path", path, "timeout", timeout, "headers", headers, "probeType", probeType)
 		}
+		// The kubelet also asks its H2CContainerProbe feature gate (alpha,
+		// off by default); this driver runs as if it were on.
+		if p.HTTPGet.Protocol != nil && *p.HTTPGet.Protocol == v1.HTTPProtocolHTTP2 {
+			return pb.http.ProbeH2C(req, timeout)
+		}
 		return pb.http.Probe(req, timeout)
 
 	case p.TCPSocket != nil:
@@ -194,8 +199,10 @@ func (pb *kubeletProber) runProbe(ctx context.Context, probeType probeType, p *v
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
 		}
-		klog.V(4).InfoS("GRPC-Probe", "host", host, "service", service, "port", p.GRPC.Port, "timeout", timeout)
-		return pb.grpc.Probe(host, service, int(p.GRPC.Port), timeout)
+		// As for h2c, the GRPCContainerProbeTLS gate is taken as on.
+		useTLS := p.GRPC.Mode != nil && *p.GRPC.Mode == v1.GRPCProbeModeTLS
+		klog.V(4).InfoS("GRPC-Probe", "host", host, "service", service, "port", p.GRPC.Port, "timeout", timeout, "tls", useTLS)
+		return pb.grpc.Probe(host, service, int(p.GRPC.Port), timeout, grpcprobe.ProbeOptions{UseTLS: useTLS})
 
 	default:
 		klog.V(4).InfoS("Failed to find probe builder for container", "containerName", container.Name)

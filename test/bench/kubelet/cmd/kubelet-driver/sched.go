@@ -16,7 +16,7 @@ import (
 )
 
 // The kubelet's worker design, re-created from pkg/kubelet/prober/worker.go
-// at v1.33.13 (Apache License 2.0): one goroutine and one time.Ticker per
+// at v1.37.2 (Apache License 2.0): one goroutine and one time.Ticker per
 // worker, the same struct (metric label maps included), newWorker's set-up,
 // and run()'s loop shape: start-up jitter, ticker, doProbe, select on stop,
 // tick or manual trigger. doProbe (doprobe.go) is the kubelet's bookkeeping

@@ -1,4 +1,4 @@
-package prober
+package kubeletparity
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -21,8 +20,9 @@ import (
 )
 
 // h2Script is what a scripted HTTP/2 server does on each connection.
-// Every connection gets the same bytes, so the fast path and grpc-go can be
-// compared on identical answers.
+// Every connection gets the same bytes, so the kubelet's gRPC probe and
+// probed's can be compared on identical answers. (These servers tested
+// probed's own HTTP/2 client until it gave way to grpc-go.)
 type h2Script struct {
 	// preface replaces the server's opening SETTINGS frame; scriptOn goes
 	// on to read requests, anything else ends the connection that way.
@@ -42,8 +42,7 @@ const (
 )
 
 // h2ScriptServer serves a script on a loopback port and counts what it
-// sees: connections, Health/Check requests and the client's GOAWAYs (which
-// grpc-go sends on close and the fast path never does).
+// sees: connections, Health/Check requests and the client's GOAWAYs.
 type h2ScriptServer struct {
 	port                            int
 	conns, requests, goAway, closed atomic.Int32
@@ -99,7 +98,7 @@ func startH2Script(t *testing.T, script h2Script) *h2ScriptServer {
 		mu.Unlock()
 		wg.Wait()
 	})
-	_, s.port = hostPort(t, l.Addr().String())
+	s.port = l.Addr().(*net.TCPAddr).Port
 	return s
 }
 
@@ -210,31 +209,32 @@ func grpcMsg(b ...byte) []byte {
 
 // rawFrame is a frame header and payload, whatever they say.
 func rawFrame(t http2.FrameType, flags http2.Flags, stream uint32, length int, payload []byte) []byte {
-	return append(appendFrameHeader(nil, length, t, flags, stream), payload...)
+	b := []byte{byte(length >> 16), byte(length >> 8), byte(length), byte(t), byte(flags)}
+	b = binary.BigEndian.AppendUint32(b, stream&(1<<31-1))
+	return append(b, payload...)
 }
 
 // scriptedCase is one scripted answer to Health/Check.
 type scriptedCase struct {
 	name   string
 	script h2Script
-	// requests: how many Health/Check each client sends (0: it never gets
-	// as far; 2: grpc-go's transparent retry of a stream the server says it
-	// never processed). conns: connections the fast path opens.
-	requests, conns int
-	timeout         time.Duration
+	// requests: how many Health/Check grpc-go sends (0: it never gets as
+	// far; 2: its transparent retry of a stream the server says it never
+	// processed).
+	requests int
 }
 
 // answerWith is a case whose server answers each request with f and then
 // ends as end says.
 func answerWith(name string, end scriptEnd, f func(w *h2Writer, id uint32)) scriptedCase {
-	return scriptedCase{name: name, requests: 1, conns: 1, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
+	return scriptedCase{name: name, requests: 1, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
 		f(w, id)
 		return end
 	}}}
 }
 
 // beforeRequest is a case whose server fails the connection before a
-// request can be sent: the fast path hands the probe to grpc-go.
+// request can be sent.
 func beforeRequest(name string, requests int, preface func(w *h2Writer) scriptEnd) scriptedCase {
 	return scriptedCase{name: name, requests: requests, script: h2Script{preface: preface, answer: func(*h2Writer, uint32, int) scriptEnd {
 		return scriptOn // and never answer
@@ -252,7 +252,7 @@ func scriptedGRPCCases() []scriptedCase {
 		return base64.RawStdEncoding.EncodeToString(b)
 	}
 	cases := []scriptedCase{
-		// Answers the fast path reads as they are.
+		// Answers read as they are.
 		answerWith("serving", scriptOn, func(w *h2Writer, id uint32) { w.answer(id, serving, "0") }),
 		answerWith("not serving", scriptOn, func(w *h2Writer, id uint32) { w.answer(id, msg(0x08, 2), "0") }),
 		answerWith("service unknown", scriptOn, func(w *h2Writer, id uint32) { w.answer(id, msg(0x08, 3), "0") }),
@@ -458,7 +458,7 @@ func scriptedGRPCCases() []scriptedCase {
 		}),
 
 		// The server's first frame decides whether the channel is ready.
-		{name: "SETTINGS ACK as the first frame", requests: 1, conns: 1, script: h2Script{
+		{name: "SETTINGS ACK as the first frame", requests: 1, script: h2Script{
 			preface: func(w *h2Writer) scriptEnd {
 				_ = w.fr.WriteSettingsAck()
 				return scriptOn
@@ -469,7 +469,7 @@ func scriptedGRPCCases() []scriptedCase {
 			},
 		}},
 
-		// Connections that fail before the request: grpc-go's answer.
+		// Connections that fail before the request.
 		beforeRequest("silent, no SETTINGS", 0, func(*h2Writer) scriptEnd { return scriptOn }),
 		beforeRequest("close before SETTINGS", 0, func(*h2Writer) scriptEnd { return scriptClose }),
 		beforeRequest("reset before SETTINGS", 0, func(*h2Writer) scriptEnd { return scriptReset }),
@@ -496,12 +496,12 @@ func scriptedGRPCCases() []scriptedCase {
 		}),
 
 		// The server says it never processed the stream: grpc-go sends the
-		// request once more, transparently, and so does the fast path.
-		{name: "GOAWAY below the stream, twice", requests: 2, conns: 2, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
+		// request once more, transparently.
+		{name: "GOAWAY below the stream, twice", requests: 2, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
 			_ = w.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 			return scriptClose
 		}}},
-		{name: "refused, then served", requests: 2, conns: 1, script: h2Script{answer: func(w *h2Writer, id uint32, n int) scriptEnd {
+		{name: "refused, then served", requests: 2, script: h2Script{answer: func(w *h2Writer, id uint32, n int) scriptEnd {
 			if n == 1 {
 				_ = w.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 			} else {
@@ -509,7 +509,7 @@ func scriptedGRPCCases() []scriptedCase {
 			}
 			return scriptOn
 		}}},
-		{name: "refused twice", requests: 2, conns: 1, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
+		{name: "refused twice", requests: 2, script: h2Script{answer: func(w *h2Writer, id uint32, _ int) scriptEnd {
 			_ = w.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 			return scriptOn
 		}}},

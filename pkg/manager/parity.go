@@ -1,0 +1,152 @@
+package manager
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/restartpolicy"
+)
+
+// Probes an annotation may declare that probed runs, but not as the kubelet
+// would: adoption leaves them in the spec (probespec's adoption rules), and
+// when a user declares one in probed.io/probes anyway, the daemon runs it and
+// says once, per pod, what differs.
+const (
+	// ReasonRestartNotGuaranteed: a liveness or startup probe whose kill by
+	// probed does not lead to the restart the kubelet's own kill leads to
+	// (restartpolicy.KillParity): under restartPolicy OnFailure the kubelet
+	// restarts after its own kill whatever the exit code, after probed's stop
+	// only after a non-zero exit.
+	ReasonRestartNotGuaranteed = "RestartNotGuaranteed"
+	// ReasonSidecarStartupProbe: a sidecar's startup probe the kubelet does
+	// not see; it counts the sidecar as started as soon as it runs, and
+	// starts the next init containers and the app containers then.
+	ReasonSidecarStartupProbe = "SidecarStartupProbe"
+)
+
+// parityMetricReasons are the reason label values of
+// probed_pods_with_probe_parity_warnings, by event reason.
+var parityMetricReasons = map[string]string{
+	ReasonRestartNotGuaranteed: "restart_not_guaranteed",
+	ReasonSidecarStartupProbe:  "sidecar_startup_probe",
+}
+
+// parityWarning is one such probe's warning.
+type parityWarning struct {
+	container string
+	reason    string
+	message   string
+}
+
+// parityWarnings returns the warnings the pod's annotation-declared probes
+// call for, in declared order.
+func parityWarnings(pod *v1.Pod, declared []probespec.DeclaredProbe) []parityWarning {
+	var out []parityWarning
+	for _, d := range declared {
+		if !d.FromAnnotation {
+			continue
+		}
+		field := strings.ToLower(d.Type.String()) + "Probe"
+		switch {
+		case d.InitContainer && d.Type == prober.Startup:
+			out = append(out, parityWarning{d.Container.Name, ReasonSidecarStartupProbe, fmt.Sprintf(
+				"sidecar %s: its startupProbe in %s is probed's, which the kubelet does not see: the kubelet counts the sidecar as started as soon as it runs, "+
+					"and starts the next init containers and the app containers then; keep it in the pod spec to keep the start-up order",
+				d.Container.Name, probespec.ProbesAnnotation)})
+		case d.Type != prober.Readiness && !restartpolicy.KillParity(&pod.Spec, &d.Container):
+			out = append(out, parityWarning{d.Container.Name, ReasonRestartNotGuaranteed, fmt.Sprintf(
+				"container %s: a failure of its %s in %s stops it, and %s; the kubelet restarts a container its own probe killed whatever the exit code. "+
+					"Keep the probe in the pod spec to have it restarted as the kubelet does",
+				d.Container.Name, field, probespec.ProbesAnnotation, afterStopText(&pod.Spec, &d.Container))})
+		}
+	}
+	return out
+}
+
+// afterStopText says what the kubelet does after probed stops c.
+func afterStopText(spec *v1.PodSpec, c *v1.Container) string {
+	if restartpolicy.StopOutcome(spec, c).AllButZero {
+		return "under restartPolicy OnFailure the kubelet restarts it only if it exits non-zero (an app that exits 0 on SIGTERM is never restarted, and a Job's pod may then succeed)"
+	}
+	return "whether the kubelet restarts it then depends on its exit code and restartPolicyRules"
+}
+
+// checkParityLocked records the pod's parity warnings and returns those not
+// raised for it yet: each reason once per container for the pod's life.
+func (m *Manager) checkParityLocked(pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) []parityWarning {
+	warnings := parityWarnings(pod, declared)
+	e.parity = map[string]bool{}
+	var due []parityWarning
+	for _, w := range warnings {
+		e.parity[w.reason] = true
+		key := w.container + "/" + w.reason
+		if e.parityWarned[key] {
+			continue
+		}
+		if e.parityWarned == nil {
+			e.parityWarned = map[string]bool{}
+		}
+		e.parityWarned[key] = true
+		due = append(due, w)
+	}
+	return due
+}
+
+func (m *Manager) reportParity(pod *v1.Pod, warnings []parityWarning) {
+	for _, w := range warnings {
+		klog.InfoS("Probe probed runs unlike the kubelet", "pod", klog.KObj(pod), "container", w.container, "reason", w.reason, "detail", w.message)
+		if m.opts.Recorder != nil {
+			m.opts.Recorder.Event(pod, w.container, v1.EventTypeWarning, w.reason, w.message)
+		}
+	}
+}
+
+// countParityLocked updates the gauge from every tracked pod.
+func (m *Manager) countParityLocked() {
+	if m.opts.Metrics == nil {
+		return
+	}
+	counts := map[string]int{}
+	for _, e := range m.pods {
+		for reason := range e.parity {
+			counts[reason]++
+		}
+	}
+	reasons := make([]string, 0, len(parityMetricReasons))
+	for r := range parityMetricReasons {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		m.opts.Metrics.parity.WithLabelValues(parityMetricReasons[r]).Set(float64(counts[r]))
+	}
+}
+
+// newParityGauge is probed_pods_with_probe_parity_warnings.
+func newParityGauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "probed_pods_with_probe_parity_warnings",
+		Help: "Pods on the node whose probed.io/probes annotation declares a probe probed runs unlike the kubelet, by reason: restart_not_guaranteed " +
+			"(a liveness or startup kill under restartPolicy OnFailure), sidecar_startup_probe (a sidecar's startup probe the kubelet's start-up order does not wait for).",
+	}, []string{"reason"})
+}
+
+// kubeletRunsStartup reports whether the kubelet runs a startup probe for
+// the named container: the pod spec declares one and probed takes its
+// probes from the annotation alone. probed's liveness and readiness probes
+// of that container then wait for the kubelet's started, as the kubelet's
+// own would (a probe adoption left with the kubelet, e.g. a sidecar's).
+func (m *Manager) kubeletRunsStartup(pod *v1.Pod, name string) bool {
+	if m.opts.Source != probespec.ProbeSourceAnnotation {
+		return false
+	}
+	c := restartpolicy.Container(&pod.Spec, name)
+	return c.StartupProbe != nil
+}

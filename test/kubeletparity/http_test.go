@@ -1,0 +1,352 @@
+package kubeletparity
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// rawServer answers every connection with a script once it has read a
+// request head (or at once, for a script that does not wait), over TLS when
+// it has a certificate, and counts connections and requests.
+type rawServer struct {
+	port        int
+	conns, reqs atomic.Int32
+}
+
+func startRaw(t *testing.T, tlsOn bool, script func(c net.Conn)) *rawServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{port: l.Addr().(*net.TCPAddr).Port}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { _ = c.Close() }()
+				_ = c.SetDeadline(time.Now().Add(15 * time.Second))
+				if tlsOn {
+					tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
+					if tc.Handshake() != nil {
+						return
+					}
+					c = tc
+				}
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				s.reqs.Add(1)
+				script(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	return s
+}
+
+var (
+	certOnce sync.Once
+	cert     tls.Certificate
+)
+
+// selfSigned is a certificate for a name no probe dials.
+func selfSigned(t *testing.T) tls.Certificate {
+	certOnce.Do(func() {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "not-the-pod.example"},
+			DNSNames: []string{"not-the-pod.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	})
+	return cert
+}
+
+// halfClose ends the server's side of c, as a server honouring
+// Connection: close does.
+func halfClose(c net.Conn) {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		_ = c.CloseWrite()
+	case *tls.Conn:
+		_ = c.CloseWrite()
+	}
+}
+
+func reply(raw string) func(net.Conn) {
+	return func(c net.Conn) {
+		_, _ = c.Write([]byte(raw))
+		halfClose(c)
+	}
+}
+
+func slowly(pause time.Duration, parts ...string) func(net.Conn) {
+	return func(c net.Conn) {
+		for _, p := range parts {
+			time.Sleep(pause)
+			if _, err := c.Write([]byte(p)); err != nil {
+				return
+			}
+		}
+		halfClose(c)
+	}
+}
+
+func resetAfter(raw string) func(net.Conn) {
+	return func(c net.Conn) {
+		_, _ = c.Write([]byte(raw))
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Close()
+	}
+}
+
+func silentAfter(raw string, d time.Duration) func(net.Conn) {
+	return func(c net.Conn) {
+		_, _ = c.Write([]byte(raw))
+		time.Sleep(d)
+	}
+}
+
+func httpSpec(port int, path string, timeout int32) *v1.Probe {
+	return &v1.Probe{TimeoutSeconds: timeout, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
+		Path: path, Port: intstr.FromInt32(int32(port)), Scheme: v1.URISchemeHTTP}}}
+}
+
+// TestHTTPMatchesKubelet serves each hostile answer, over plain HTTP and
+// over TLS, to the kubelet's pkg/probe/http and to probed: the same result,
+// output, error and events (the response bytes probed withholds aside), and
+// the same requests: one per probe, plus a followed redirect's own.
+func TestHTTPMatchesKubelet(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 30<<10)
+	const chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	// A case's script may redirect to its own plain and TLS targets.
+	type targets struct{ plain, tls *rawServer }
+	on := func(f func(net.Conn)) func(targets) func(net.Conn) { return func(targets) func(net.Conn) { return f } }
+	cases := []struct {
+		name   string
+		script func(targets) func(net.Conn)
+	}{
+		{"200 with length", on(reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))},
+		{"200 until close", on(reply("HTTP/1.1 200 OK\r\n\r\nbody until close"))},
+		{"204 with a body", on(reply("HTTP/1.1 204 No Content\r\nContent-Length: 3\r\n\r\nabc"))},
+		{"HTTP/1.0", on(reply("HTTP/1.0 200 OK\r\n\r\nold"))},
+		{"500 with a body", on(reply("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 6\r\n\r\nsecret"))},
+		{"status 600", on(reply("HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n"))},
+		{"big body", on(reply("HTTP/1.1 200 OK\r\n\r\n" + big))},
+		{"chunked", on(reply(chunked + "5\r\nhello\r\n0\r\n\r\n"))},
+		{"slow chunked", on(slowly(300*time.Millisecond, chunked, "5\r\nhello\r\n", "0\r\n\r\n"))},
+		{"bad chunk", on(reply(chunked + "zz\r\nbad chunk\r\n"))},
+		{"chunked, then silence", on(silentAfter(chunked+"5\r\nhello\r\n", 2500*time.Millisecond))},
+		{"100 then 200", on(reply("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))},
+		{"103 then 503", on(reply("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n"))},
+		{"101", on(reply("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\nafter"))},
+		{"redirect to the other port", func(tg targets) func(net.Conn) {
+			return reply("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:" + strconv.Itoa(tg.plain.port) + "/ok\r\nContent-Length: 0\r\n\r\n")
+		}},
+		{"redirect to another host", on(reply("HTTP/1.1 302 Found\r\nLocation: http://192.0.2.1/x\r\nContent-Length: 5\r\n\r\nmoved"))},
+		{"redirect loop", on(reply("HTTP/1.1 307 Temporary Redirect\r\nLocation: /loop\r\nContent-Length: 0\r\n\r\n"))},
+		{"redirect to https", func(tg targets) func(net.Conn) {
+			return reply("HTTP/1.1 302 Found\r\nLocation: https://127.0.0.1:" + strconv.Itoa(tg.tls.port) + "/\r\n\r\n")
+		}},
+		{"304", on(reply("HTTP/1.1 304 Not Modified\r\n\r\n"))},
+		{"bad Location", on(reply("HTTP/1.1 302 Found\r\nLocation: ::bad url\r\n\r\n"))},
+		{"garbage", on(reply("garbage\r\n\r\n"))},
+		{"LF only", on(reply("HTTP/1.1 200 OK\n\nlf only"))},
+		{"folded header", on(reply("HTTP/1.1 200 OK\r\n Folded: x\r\n\r\n"))},
+		{"header with a control byte", on(reply("HTTP/1.1 200 OK\r\nX-Internal-Api-Key: s3cr3t\x01\r\n\r\n"))},
+		{"two lengths", on(reply("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"))},
+		{"unknown transfer coding", on(reply("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"))},
+		{"closes at once", on(func(net.Conn) {})},
+		{"reset", on(resetAfter(""))},
+		{"reset mid head", on(resetAfter("HTTP/1.1 200 OK\r\nContent-"))},
+		{"reset mid body", on(resetAfter("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"))},
+		{"short body", on(reply("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"))},
+		{"slow body", on(silentAfter("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 2500*time.Millisecond))},
+		{"silence", on(silentAfter("", 2500*time.Millisecond))},
+		{"status line, then silence", on(silentAfter("HTTP/1.1 200 OK\r\n", 2500*time.Millisecond))},
+	}
+	for _, tlsOn := range []bool{false, true} {
+		for _, tc := range cases {
+			name := tc.name
+			if tlsOn {
+				name = "TLS/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				tg := targets{startRaw(t, false, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")),
+					startRaw(t, true, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))}
+				srv := startRaw(t, tlsOn, tc.script(tg))
+				spec := httpSpec(srv.port, "/hz", 2)
+				if tlsOn {
+					spec.HTTPGet.Scheme = v1.URISchemeHTTPS
+				}
+				compareOn(t, spec, &v1.Container{Name: "app"}, true, func() int32 {
+					return srv.reqs.Load() + tg.plain.reqs.Load() + tg.tls.reqs.Load()
+				})
+			})
+		}
+	}
+}
+
+// TestHTTPTLSMismatchMatchesKubelet: https to a plain HTTP server, and to
+// a server whose handshake is garbage.
+func TestHTTPTLSMismatchMatchesKubelet(t *testing.T) {
+	t.Parallel()
+	plain := startRaw(t, false, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server that answers a ClientHello with garbage at once.
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("\x16\x03\x01\x00\x05hello, not TLS"))
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close() })
+	for _, port := range []int{plain.port, l.Addr().(*net.TCPAddr).Port} {
+		spec := httpSpec(port, "/", 2)
+		spec.HTTPGet.Scheme = v1.URISchemeHTTPS
+		compareOn(t, spec, &v1.Container{Name: "app"}, true, func() int32 { return plain.reqs.Load() })
+	}
+}
+
+// TestHTTPRequestsMatchKubelet: the request heads both send, headers and
+// a Host override included, are the same bytes.
+func TestHTTPRequestsMatchKubelet(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var heads []string
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r := bufio.NewReader(c)
+			var head strings.Builder
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil || line == "\r\n" {
+					break
+				}
+				head.WriteString(line)
+			}
+			mu.Lock()
+			heads = append(heads, head.String())
+			mu.Unlock()
+			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = l.Close() })
+	port := l.Addr().(*net.TCPAddr).Port
+	for _, headers := range [][]v1.HTTPHeader{
+		nil,
+		{{Name: "Host", Value: "vhost.example"}, {Name: "x-token", Value: "a"}, {Name: "X-Token", Value: "b"}},
+		{{Name: "User-Agent", Value: ""}, {Name: "Accept", Value: ""}},
+		{{Name: "accept", Value: "application/json"}, {Name: "User-Agent", Value: "mine/1"}},
+	} {
+		spec := httpSpec(port, "/a b?x=1&y=%20", 2)
+		spec.HTTPGet.HTTPHeaders = headers
+		mu.Lock()
+		heads = nil
+		mu.Unlock()
+		compareOn(t, spec, &v1.Container{Name: "app"}, true, func() int32 { mu.Lock(); defer mu.Unlock(); return int32(len(heads)) })
+		mu.Lock()
+		if len(heads) != 2 || heads[0] != heads[1] {
+			t.Errorf("headers %v: request heads differ:\nkubelet %q\nprobed  %q", headers, heads[0], heads[len(heads)-1])
+		}
+		mu.Unlock()
+	}
+}
+
+// TestH2CMatchesKubelet: httpGet.protocol HTTP2 (KEP-5999) through the
+// kubelet's ProbeH2C and probed: an h2c server, one that speaks only
+// HTTP/1.1, and garbage.
+func TestH2CMatchesKubelet(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs atomic.Int32
+	h2c := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reqs.Add(1)
+		if r.ProtoMajor != 2 {
+			w.WriteHeader(http.StatusHTTPVersionNotSupported)
+			return
+		}
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte("h2c ok"))
+	}), Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = h2c.Serve(l) }()
+	t.Cleanup(func() { _ = h2c.Close() })
+	h1 := startRaw(t, false, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	junk := startRaw(t, false, reply("garbage\r\n\r\n"))
+	count := func() int32 { return reqs.Load() + h1.reqs.Load() + junk.reqs.Load() }
+	h2 := v1.HTTPProtocolHTTP2
+	for _, tc := range []struct {
+		port int
+		path string
+	}{{l.Addr().(*net.TCPAddr).Port, "/ok"}, {l.Addr().(*net.TCPAddr).Port, "/fail"}, {h1.port, "/"}, {junk.port, "/"}} {
+		spec := httpSpec(tc.port, tc.path, 2)
+		spec.HTTPGet.Protocol = &h2
+		compareOn(t, spec, &v1.Container{Name: "app"}, true, count)
+	}
+}

@@ -50,9 +50,9 @@ type options struct {
 	MetricsPodUIDLabel bool
 	// MetricsProbeDuration is --metrics-probe-duration.
 	MetricsProbeDuration worker.DurationSeries
-	StatusResync       time.Duration
-	KubeAPIQPS         float64
-	KubeAPIBurst       int
+	StatusResync         time.Duration
+	KubeAPIQPS           float64
+	KubeAPIBurst         int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
 	EventQPS   float64

@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/probed-dev/probed/test/harness/containerd"
 	"github.com/probed-dev/probed/test/harness/controlplane"
@@ -61,7 +62,15 @@ func TestNode(t *testing.T) {
 	if ip := net.ParseIP(pod.Status.PodIP); ip == nil || !subnet.Contains(ip) {
 		t.Errorf("pod IP %q is not in the pod subnet %s", pod.Status.PodIP, n.PodSubnet)
 	}
-	if body, err := httpGet(ctx, "http://"+net.JoinHostPort(pod.Status.PodIP, "8080")+"/"); err != nil || strings.TrimSpace(body) != "ok" {
+	// Running is not listening: httpd binds its port a moment after the
+	// container starts, so poll with a deadline.
+	var body string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		b, err := httpGet(ctx, "http://"+net.JoinHostPort(pod.Status.PodIP, "8080")+"/")
+		body = b
+		return err == nil, nil
+	})
+	if err != nil || strings.TrimSpace(body) != "ok" {
 		t.Errorf("GET the pod from the host: %q, %v", body, err)
 	}
 	// Logs go apiserver -> kubelet: the kubelet's authn/authz work.

@@ -13,6 +13,7 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // runtimeType is --runtime-type: one of pkg/cri's types, or none.
@@ -47,9 +48,11 @@ type options struct {
 	// ExecShareRuns lets an exec join an identical one in flight.
 	ExecShareRuns      bool
 	MetricsPodUIDLabel bool
-	StatusResync       time.Duration
-	KubeAPIQPS         float64
-	KubeAPIBurst       int
+	// MetricsProbeDuration is --metrics-probe-duration.
+	MetricsProbeDuration worker.DurationSeries
+	StatusResync         time.Duration
+	KubeAPIQPS           float64
+	KubeAPIBurst         int
 	// EventQPS and EventBurst limit the events client, which is apart from
 	// the one that writes status.
 	EventQPS   float64
@@ -105,6 +108,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
+	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod, "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",
+		worker.DurationSeriesValues()...)
 	flagschema.PositiveDurationVar(fs, &o.StatusResync, "status-resync", time.Minute, "how often written status is compared with the API server's and drift repaired")
 	flagschema.PositiveFloatVar(fs, &o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	flagschema.IntVar(fs, &o.KubeAPIBurst, "kube-api-burst", 40, 1, "API server request burst")

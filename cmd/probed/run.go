@@ -122,7 +122,7 @@ func run(ctx context.Context, o *options) error {
 		liveness = workloads
 	}
 
-	var metricOpts []worker.MetricsOption
+	metricOpts := []worker.MetricsOption{worker.WithDurationSeries(o.MetricsProbeDuration)}
 	if !o.MetricsPodUIDLabel {
 		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
 	}

@@ -91,7 +91,13 @@ func Costs(before, after Scrape) ([]Cost, error) {
 		c.PerMinute += inc / dt.Minutes()
 	}
 	for _, m := range after.Families[probeDuration].GetMetric() {
-		c := get(keyOf(m))
+		k := keyOf(m)
+		if k.Pod == "" {
+			// A namespace's histogram (--metrics-probe-duration=namespace)
+			// is no one probe's: its probes show no P99 or mean.
+			continue
+		}
+		c := get(k)
 		h := m.GetHistogram()
 		if q, ok := quantile(0.99, h); ok {
 			c.P99, c.HasP99 = seconds(q), true

@@ -187,3 +187,26 @@ func TestRoundDuration(t *testing.T) {
 		}
 	}
 }
+
+// With --metrics-probe-duration=namespace the histogram has no pod or
+// container: it makes no row of its own, and the probes show no P99.
+func TestCostsPerNamespaceDuration(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{Name: probeTotal}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: probeDuration, Buckets: prometheus.DefBuckets}, []string{"probe_type", "namespace"})
+	reg.MustRegister(total, dur)
+	r := &registry{reg: reg}
+	t0 := time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC)
+	total.WithLabelValues("Readiness", "successful", "app", "web", "default", "u1").Add(10)
+	dur.WithLabelValues("Readiness", "default").Observe(0.1)
+	before := r.scrape(t, t0)
+	total.WithLabelValues("Readiness", "successful", "app", "web", "default", "u1").Add(6)
+	after := r.scrape(t, t0.Add(time.Minute))
+	costs, err := Costs(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(costs) != 1 || costs[0].Pod != "web" || costs[0].HasP99 || costs[0].PerMinute != 6 {
+		t.Fatalf("costs = %+v, want web/app alone, 6 a minute, no P99", costs)
+	}
+}

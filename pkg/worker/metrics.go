@@ -26,6 +26,7 @@ const (
 //   - prober_probe_duration_seconds{probe_type,container,pod,namespace}:
 //     histogram of probe durations, observed for successful and unknown
 //     results only, as the kubelet does; the kubelet's default buckets.
+//     WithDurationSeries folds it to {probe_type,namespace} or drops it.
 //   - probed_workers{probe_type}: gauge of running workers.
 //   - probed_probe_lateness_seconds{probe_type}: histogram of how late a
 //     periodic probe started against its scheduled tick.
@@ -84,11 +85,15 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	m.perPod.totalDesc = prometheus.NewDesc("prober_probe_total",
 		"Cumulative number of a liveness, readiness or startup probe for a container by result.",
 		totalLabels, nil)
+	durLabels := []string{"probe_type", "container", "pod", "namespace"}
+	if m.perPod.durMode == DurationPerNamespace {
+		durLabels = []string{"probe_type", "namespace"}
+	}
 	m.perPod.durDesc = prometheus.NewDesc("prober_probe_duration_seconds",
-		"Duration in seconds for a probe response.",
-		[]string{"probe_type", "container", "pod", "namespace"}, nil)
+		"Duration in seconds for a probe response.", durLabels, nil)
 	m.perPod.podUID = m.podUID
 	m.perPod.live = map[*series]struct{}{}
+	m.perPod.retired = map[durKey]*retiredDur{}
 	m.probeTotal = familyCollector{&m.perPod, true}
 	m.probeDuration = familyCollector{&m.perPod, false}
 	m.workers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -122,7 +127,10 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.probeTotal, m.probeDuration, m.workers, m.lateness, m.panics, m.kills)
+		reg.MustRegister(m.probeTotal, m.workers, m.lateness, m.panics, m.kills)
+		if m.perPod.durMode != DurationNone {
+			reg.MustRegister(m.probeDuration)
+		}
 	}
 	return m
 }

@@ -56,18 +56,51 @@ func (s *series) observeDuration(v float64) {
 // Series with the same labels are summed: the histogram has no pod_uid, so a
 // pod and its same-named successor share one, and without pod_uid so do the
 // counters.
+//
+// With DurationPerNamespace the histogram is one per namespace and probe
+// type; retired keeps the observations of the workers that ended there, so
+// that it never falls while it is exposed, and goes with the key's last
+// worker.
 type seriesSet struct {
 	totalDesc, durDesc *prometheus.Desc
 	podUID             bool
+	durMode            DurationSeries
 
-	mu   sync.Mutex
-	live map[*series]struct{}
+	mu      sync.Mutex
+	live    map[*series]struct{}
+	retired map[durKey]*retiredDur
+}
+
+// retiredDur is one namespace histogram's ended workers: their summed
+// observations, and how many of its workers are still listed.
+type retiredDur struct {
+	durAgg
+	live int
+}
+
+// durKey is the series' duration labels: probe_type, container, pod,
+// namespace, with container and pod empty when folded per namespace.
+func (s *seriesSet) durKey(ws *series) durKey {
+	if s.durMode == DurationPerNamespace {
+		return durKey{ws.lv[0], "", "", ws.lv[3]}
+	}
+	return durKey(ws.lv[:4])
 }
 
 func (m *Metrics) listSeries(s *series) {
-	m.perPod.mu.Lock()
-	m.perPod.live[s] = struct{}{}
-	m.perPod.mu.Unlock()
+	set := &m.perPod
+	set.mu.Lock()
+	set.live[s] = struct{}{}
+	if set.durMode == DurationPerNamespace {
+		k := set.durKey(s)
+		r := set.retired[k]
+		if r == nil {
+			r = &retiredDur{}
+			set.retired[k] = r
+		}
+		r.live++
+	}
+	set.mu.Unlock()
 	s.listed = true
 }
 
@@ -85,7 +118,7 @@ func (m *Metrics) observeProbe(s *series, r results.Result, seconds float64) {
 		m.listSeries(s)
 	}
 	s.total[i].Add(1)
-	if r != results.Failure {
+	if r != results.Failure && m.perPod.durMode != DurationNone {
 		s.observeDuration(seconds)
 	}
 }
@@ -96,9 +129,25 @@ func (m *Metrics) deleteSeries(s *series) {
 	if m == nil || !s.listed {
 		return
 	}
-	m.perPod.mu.Lock()
-	delete(m.perPod.live, s)
-	m.perPod.mu.Unlock()
+	set := &m.perPod
+	set.mu.Lock()
+	delete(set.live, s)
+	if set.durMode == DurationPerNamespace {
+		// Under the same lock as the delete, so no scrape sees the
+		// namespace's histogram without this worker's observations.
+		k := set.durKey(s)
+		if r := set.retired[k]; r != nil {
+			if r.live--; r.live <= 0 {
+				delete(set.retired, k)
+			} else {
+				for i := range r.buckets {
+					r.buckets[i] += s.dur[i].Load()
+				}
+				r.sum += math.Float64frombits(s.durSum.Load())
+			}
+		}
+	}
+	set.mu.Unlock()
 	s.listed = false
 	for i := range s.total {
 		s.total[i].Store(0)
@@ -179,7 +228,7 @@ func (s *seriesSet) collectDurations(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	aggs := make(map[durKey]*durAgg)
 	for ws := range s.live {
-		k := durKey(ws.lv[:4])
+		k := s.durKey(ws)
 		a := aggs[k]
 		if a == nil {
 			a = &durAgg{}
@@ -189,6 +238,14 @@ func (s *seriesSet) collectDurations(ch chan<- prometheus.Metric) {
 			a.buckets[i] += ws.dur[i].Load()
 		}
 		a.sum += math.Float64frombits(ws.durSum.Load())
+	}
+	for k, r := range s.retired {
+		if a := aggs[k]; a != nil {
+			for i := range a.buckets {
+				a.buckets[i] += r.buckets[i]
+			}
+			a.sum += r.sum
+		}
 	}
 	s.mu.Unlock()
 	for k, a := range aggs {
@@ -202,6 +259,10 @@ func (s *seriesSet) collectDurations(ch chan<- prometheus.Metric) {
 		}
 		if count == 0 {
 			continue // only failures so far: no series, as with a HistogramVec
+		}
+		if s.durMode == DurationPerNamespace {
+			ch <- prometheus.MustNewConstHistogram(s.durDesc, count, a.sum, cumulative, k[0], k[3])
+			continue
 		}
 		ch <- prometheus.MustNewConstHistogram(s.durDesc, count, a.sum, cumulative, k[0], k[1], k[2], k[3])
 	}

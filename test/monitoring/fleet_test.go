@@ -299,7 +299,8 @@ func TestDashboardBoundedOnAFleet(t *testing.T) {
 			exprTestCase{Expr: fmt.Sprintf("count(%s) > bool 0", expr), EvalTime: fleetEval, ExpSamples: []expSample{{Labels: "{}", Value: 1}}})
 	}
 	t.Logf("%d input series, %d queries", len(g.InputSeries), len(g.ExprTests)/2)
-	runPromtoolTests(t, promtoolTests{RuleFiles: []string{}, EvaluationInterval: fleetInterval, Tests: []promtoolGroup{g}})
+	// The rule file makes the recorded series the dashboard reads.
+	runPromtoolTests(t, promtoolTests{RuleFiles: []string{RepoPath(PlainRulesPath)}, EvaluationInterval: fleetInterval, Tests: []promtoolGroup{g}})
 }
 
 // The "probed missing" stat counts the nodes without a probed Prometheus

@@ -453,7 +453,7 @@ func TestDashboardStructure(t *testing.T) {
 	}
 	for what, re := range map[string]string{
 		"probe results by namespace/pod/container and type": `sum by \(namespace, pod, container, probe_type, result\) \(rate\(prober_probe_total`,
-		"probe duration percentiles":                        `histogram_quantile\(0\.99, sum by \(le, probe_type\) \(rate\(prober_probe_duration_seconds_bucket`,
+		"probe duration percentiles":                        `histogram_quantile\(0\.99, sum by \(le, probe_type\) \(node_namespace_probe_type:prober_probe_duration_seconds_bucket:rate5m\{`,
 		"lateness":                                          `probed_probe_lateness_seconds_bucket`,
 		"status write latency":                              `probed_status_write_duration_seconds_bucket`,
 		"status write errors":                               `probed_status_writes_total\{outcome="error"`,

@@ -236,23 +236,9 @@ func TestHTTPMatchesKubelet(t *testing.T) {
 func TestHTTPTLSMismatchMatchesKubelet(t *testing.T) {
 	t.Parallel()
 	plain := startRaw(t, false, reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A server that answers a ClientHello with garbage at once.
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("\x16\x03\x01\x00\x05hello, not TLS"))
-			_ = c.Close()
-		}
-	}()
-	t.Cleanup(func() { _ = l.Close() })
-	for _, port := range []int{plain.port, l.Addr().(*net.TCPAddr).Port} {
+	garbage := startRaw(t, false, func(c net.Conn) { _, _ = c.Write([]byte("\x16\x03\x01\x00\x05hello, not TLS")) })
+	for _, port := range []int{plain.port, garbage.port} {
 		spec := httpSpec(port, "/", 2)
 		spec.HTTPGet.Scheme = v1.URISchemeHTTPS
 		compareOn(t, spec, &v1.Container{Name: "app"}, true, func() int32 { return plain.reqs.Load() })
@@ -265,34 +251,21 @@ func TestHTTPRequestsMatchKubelet(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var heads []string
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
+	port := startRaw(t, false, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		var head strings.Builder
 		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
+			line, err := r.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
 			}
-			r := bufio.NewReader(c)
-			var head strings.Builder
-			for {
-				line, err := r.ReadString('\n')
-				if err != nil || line == "\r\n" {
-					break
-				}
-				head.WriteString(line)
-			}
-			mu.Lock()
-			heads = append(heads, head.String())
-			mu.Unlock()
-			_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-			_ = c.Close()
+			head.WriteString(line)
 		}
-	}()
-	t.Cleanup(func() { _ = l.Close() })
-	port := l.Addr().(*net.TCPAddr).Port
+		mu.Lock()
+		heads = append(heads, head.String())
+		mu.Unlock()
+		_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	}).port
 	for _, headers := range [][]v1.HTTPHeader{
 		nil,
 		{{Name: "Host", Value: "vhost.example"}, {Name: "x-token", Value: "a"}, {Name: "X-Token", Value: "b"}},

@@ -140,6 +140,15 @@ func (l *Limited) ExecInContainer(ctx context.Context, containerID string, cmd [
 	if l.share == nil {
 		return l.exec(ctx, containerID, cmd, timeout)
 	}
+	// A joiner gets the run's output without reaching the runtime: it must
+	// be the container's owner as much as the run's leader had to be.
+	if c, ok := l.rt.(interface {
+		CheckExec(context.Context, string) error
+	}); ok {
+		if err := c.CheckExec(ctx, containerID); err != nil {
+			return nil, -1, err
+		}
+	}
 	key := runKey(containerID, cmd)
 	for {
 		r := l.share.joinable(key, timeout)

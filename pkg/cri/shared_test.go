@@ -282,3 +282,92 @@ func TestSharingIsOptIn(t *testing.T) {
 	<-done
 	<-done
 }
+
+// ownedGatedRuntime is a gatedRuntime whose containers carry kubelet labels.
+type ownedGatedRuntime struct {
+	*gatedRuntime
+	owners map[string]runtimeOwner
+}
+
+func (r ownedGatedRuntime) containerOwner(_ context.Context, id string) (runtimeOwner, error) {
+	if o, ok := r.owners[id]; ok {
+		return o, nil
+	}
+	return runtimeOwner{}, ErrContainerNotFound
+}
+
+// A pod whose status names another pod's container ID must not get that
+// container's output by joining its owner's identical run: the joiner is
+// checked as an exec of its own would be, refused and counted.
+func TestSharedRunIsOnlyForTheContainersOwner(t *testing.T) {
+	gated := newGatedRuntime()
+	rt := ownedGatedRuntime{gatedRuntime: gated, owners: map[string]runtimeOwner{
+		victimID: kubeletLabels("kube-system", "etcd-node", "uid-victim", "etcd"),
+	}}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	v, err := NewVerified(rt, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	l := NewLimited(v, 8, m)
+	l.ShareIdenticalExecs(clock)
+
+	victim := WithOwner(context.Background(), Owner{PodNamespace: "kube-system", PodName: "etcd-node", PodUID: "uid-victim", Container: "etcd"})
+	leader := make(chan execResult, 1)
+	go func() {
+		out, code, err := l.ExecInContainer(victim, victimID, []string{"cat", "/secret"}, 5*time.Second)
+		leader <- execResult{string(out), code, err}
+	}()
+	select {
+	case <-gated.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owner's exec never reached the runtime")
+	}
+
+	spoofed := make(chan execResult, 1)
+	go func() {
+		out, code, err := l.ExecInContainer(WithOwner(context.Background(), attacker), victimID, []string{"cat", "/secret"}, 5*time.Second)
+		spoofed <- execResult{string(out), code, err}
+	}()
+	// Refused at once, or waiting on the owner's run (a joiner's timer).
+	var r execResult
+	released := false
+	deadline := time.Now().Add(10 * time.Second)
+wait:
+	for {
+		select {
+		case r = <-spoofed:
+			break wait
+		default:
+		}
+		if clock.HasWaiters() {
+			gated.release <- gatedResult{out: "secret", code: 0}
+			released = true
+			r = <-spoofed
+			t.Errorf("a spoofed container ID joined the owner's run and got %+v", r)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the spoofed exec neither returned nor joined")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var mismatch *OwnerMismatchError
+	if !errors.As(r.err, &mismatch) {
+		t.Errorf("a spoofed container ID: %+v; want an *OwnerMismatchError", r)
+	}
+	if !released {
+		gated.release <- gatedResult{out: "secret", code: 0}
+	}
+	if r := <-leader; r.out != "secret" || r.err != nil {
+		t.Errorf("the owner's own exec: %+v", r)
+	}
+	if got := testutil.ToFloat64(m.shared); got != 0 {
+		t.Errorf("probed_runtime_exec_shared_total = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(m.refusals.WithLabelValues("exec")); got != 1 {
+		t.Errorf("refusals{op=exec} = %v, want 1", got)
+	}
+}

@@ -67,6 +67,13 @@ func (v *Verified) CheckOwner(ctx context.Context, containerID string) error {
 	return v.check(ctx, containerID, opStop)
 }
 
+// CheckExec says whether the container is the caller's, as an exec would,
+// without running anything: a caller that joins another's identical run
+// (--exec-share-runs) gets its output without an exec of its own.
+func (v *Verified) CheckExec(ctx context.Context, containerID string) error {
+	return v.check(ctx, containerID, opExec)
+}
+
 // Ready passes through.
 func (v *Verified) Ready(ctx context.Context) error { return v.rt.Ready(ctx) }
 

@@ -61,11 +61,11 @@ func (s adoptSlot) name() string { return s.container.Name + "/" + s.field }
 var adoptRules = []func(j *adoptJudge, s adoptSlot) string{
 	(*adoptJudge).windowsPod,
 	(*adoptJudge).unknownFields,
-	(*adoptJudge).notRunYet,
 	(*adoptJudge).sidecarStartup,
 	(*adoptJudge).killParity,
 	(*adoptJudge).invalid,
 	(*adoptJudge).hostRefused,
+	(*adoptJudge).startupOfLeft,
 }
 
 // adoptJudge holds what the rules share for one pod.
@@ -74,10 +74,13 @@ type adoptJudge struct {
 	opts    AdoptOptions
 	unknown map[string][]string
 	guard   *prober.HostGuard
+	// left is, per container, the liveness or readiness probe already
+	// left with the kubelet (slots come liveness, readiness, startup).
+	left map[string]string
 }
 
 func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions) *adoptJudge {
-	j := &adoptJudge{spec: spec, opts: opts}
+	j := &adoptJudge{spec: spec, opts: opts, left: map[string]string{}}
 	if opts.RawSpec != nil {
 		j.unknown = ProbeFieldsNotKept(opts.RawSpec)
 	}
@@ -93,6 +96,9 @@ func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions) *adoptJudge {
 func (j *adoptJudge) leave(s adoptSlot) string {
 	for _, rule := range adoptRules {
 		if why := rule(j, s); why != "" {
+			if s.typ != prober.Startup && j.left[s.container.Name] == "" {
+				j.left[s.container.Name] = s.field
+			}
 			return why
 		}
 	}
@@ -113,28 +119,6 @@ func (j *adoptJudge) windowsPod(adoptSlot) string {
 func (j *adoptJudge) unknownFields(s adoptSlot) string {
 	if fields := j.unknown[s.name()]; len(fields) > 0 {
 		return fmt.Sprintf("it sets %s, which this build of probed does not know", quoteList(fields))
-	}
-	return ""
-}
-
-// notRunYetFields are fields of the typed API that this build of probed
-// does not run yet: it would probe without them. Remove an entry when
-// probed implements the field.
-var notRunYetFields = []struct {
-	path string
-	set  func(*v1.Probe) bool
-}{
-	// KEP-5999, HTTP/2 cleartext probes (alpha in 1.37).
-	{"httpGet.protocol", func(p *v1.Probe) bool {
-		return p.HTTPGet != nil && p.HTTPGet.Protocol != nil && *p.HTTPGet.Protocol != v1.HTTPProtocolHTTP1
-	}},
-}
-
-func (j *adoptJudge) notRunYet(s adoptSlot) string {
-	for _, f := range notRunYetFields {
-		if f.set(*s.probe) {
-			return fmt.Sprintf("it sets %s, which this build of probed does not run", f.path)
-		}
 	}
 	return ""
 }
@@ -287,4 +271,15 @@ func quoteList(fields []string) string {
 		q[i] = fmt.Sprintf("%q", f)
 	}
 	return strings.Join(q, ", ")
+}
+
+// startupOfLeft: the kubelet runs a container's liveness and readiness
+// probes only once its startup probe has passed; if one of them stays in
+// the spec while the startup probe moved, the kubelet sees no startup
+// probe and runs it from the start (a slow starter's liveness kills it).
+func (j *adoptJudge) startupOfLeft(s adoptSlot) string {
+	if s.typ != prober.Startup || j.left[s.container.Name] == "" {
+		return ""
+	}
+	return fmt.Sprintf("the container's %s stays with the kubelet, which runs it only once the startup probe has passed", j.left[s.container.Name])
 }

@@ -27,7 +27,6 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 		p.HTTPGet.Host = host
 		return p
 	}
-	h2c := v1.HTTPProtocolHTTP2
 	for _, tc := range []struct {
 		name   string
 		mutate func(*v1.PodSpec)
@@ -92,12 +91,16 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 			left: "app/readinessProbe", reason: `probed would refuse it: container "app" readinessProbe: tcpSocket.port: Invalid value: "metrics": no container port named "metrics"`,
 		},
 		{
-			name: "a typed field probed does not run yet (h2c)",
+			name:   "the startup probe of a container whose liveness probe stays",
+			mutate: func(s *v1.PodSpec) { s.HostNetwork = true; s.Containers[0].LivenessProbe = httpHost("127.0.0.2") },
+			left:   "app/startupProbe", reason: "the container's livenessProbe stays with the kubelet, which runs it only once the startup probe has passed",
+		},
+		{
+			name: "the startup probe of a container whose readiness probe stays",
 			mutate: func(s *v1.PodSpec) {
-				s.Containers[0].ReadinessProbe = httpProbe("/", 8080)
-				s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &h2c
+				s.Containers[0].ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromString("metrics")}}}
 			},
-			left: "app/readinessProbe", reason: "httpGet.protocol",
+			left: "app/startupProbe", reason: "readinessProbe stays with the kubelet",
 		},
 		{
 			name:   "a pod for Windows nodes",
@@ -189,6 +192,10 @@ func TestAdoptMovesWhatProbedRunsAsTheKubelet(t *testing.T) {
 		// Invalid for the API server too: it moves, and is refused with the
 		// daemon's words where the annotation is validated.
 		{"a probe without a handler", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = &v1.Probe{PeriodSeconds: 5} }, AdoptOptions{}},
+		{"HTTP2 (h2c), which probed runs", func(s *v1.PodSpec) {
+			p := v1.HTTPProtocolHTTP2
+			s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &p
+		}, AdoptOptions{}},
 		{"HTTP1, the default protocol, said", func(s *v1.PodSpec) {
 			p := v1.HTTPProtocolHTTP1
 			s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &p

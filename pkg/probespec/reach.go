@@ -264,13 +264,13 @@ func CheckReach(pod *v1.Pod, declared []DeclaredProbe, problems []ProbeProblem, 
 	if !stamped && !requireApproval {
 		return declared, problems
 	}
-	reach, err := podReach(pod)
-	if err != nil { // cannot be: a probe was declared from it
-		reach = map[string]probeReach{}
-	}
+	reach, readErr := podReach(pod)
 	var approved map[string]string
 	var why string
+	var err error
 	switch {
+	case readErr != nil: // a probe was declared from it; should it not parse, nothing is approved
+		why = fmt.Sprintf("what the probe runs or where it connects could not be read (%v), so nothing approves it", readErr)
 	case !stamped:
 		why = fmt.Sprintf("the pod has no %s, and this node runs with --require-approved-reach: "+
 			"a user allowed to create pods/exec on the pod must approve what this probe runs or where it connects", ApprovedReachAnnotation)
@@ -283,7 +283,7 @@ func CheckReach(pod *v1.Pod, declared []DeclaredProbe, problems []ProbeProblem, 
 	for _, d := range declared {
 		k := reachKey(d.Container.Name, probeFieldName(d.Type))
 		r, has := reach[k]
-		if !d.FromAnnotation || !has || (why == "" && approved[k] == r.digest) {
+		if !d.FromAnnotation || (!has && readErr == nil) || (why == "" && approved[k] == r.digest) {
 			kept = append(kept, d)
 			continue
 		}

@@ -240,6 +240,22 @@ func TestCheckReach(t *testing.T) {
 	}
 }
 
+// Should the annotation the probes were declared from not read for their
+// reach, nothing is approved: the probes with reach are refused, not kept.
+func TestCheckReachRefusesWhatItCannotRead(t *testing.T) {
+	created := `{"app": {"livenessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}}}}`
+	pod := withApproval(testPod(created), approve(t, created))
+	declared, problems := DeclaredProbes(pod, ProbeSourceAnnotation)
+	if len(problems) > 0 || len(declared) != 1 {
+		t.Fatalf("DeclaredProbes: %v %v", declared, problems)
+	}
+	pod.Annotations[ProbesAnnotation] = "{not json"
+	kept, problems := CheckReach(pod, declared, nil, false)
+	if len(kept) != 0 || len(problems) != 1 || !strings.Contains(problems[0].String(), "could not be read") {
+		t.Errorf("kept %v, problems %v; want the probe refused as unreadable", probeKeysOf(kept), problemStrings(problems))
+	}
+}
+
 // Spec probes are the creator's and immutable: never judged, even beside
 // an annotation under --probe-source=both.
 func TestCheckReachLeavesSpecProbes(t *testing.T) {

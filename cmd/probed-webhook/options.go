@@ -44,7 +44,7 @@ type options struct {
 	KubeAPIBurst       int
 	// ProbeHostPolicy is the nodes' --probe-host-policy: adoption leaves
 	// with the kubelet a probe whose host it refuses on every node.
-	ProbeHostPolicy string
+	ProbeHostPolicy prober.HostPolicy
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -70,7 +70,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address for /healthz and /readyz (plain HTTP)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
-	fs.StringVar(&o.ProbeHostPolicy, "probe-host-policy", string(prober.HostPolicyDenyNodeLocal), "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a spec probe whose host it refuses on every node stays with the kubelet, with a warning")
+	o.ProbeHostPolicy = prober.HostPolicyDenyNodeLocal
+	fs.Var(&o.ProbeHostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a spec probe whose host it refuses on every node stays with the kubelet, with a warning")
 }
 
 func (o *options) validate() error {
@@ -106,9 +107,6 @@ func (o *options) validate() error {
 	}
 	if o.GateGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--gate-grace %v must be positive", o.GateGrace))
-	}
-	if _, err := prober.ParseHostPolicy(o.ProbeHostPolicy); err != nil {
-		errs = append(errs, fmt.Errorf("--probe-host-policy: %w", err))
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))

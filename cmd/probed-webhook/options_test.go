@@ -2,10 +2,13 @@ package main
 
 import (
 	"flag"
+	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // parsed returns the options after parsing args over the defaults.
@@ -36,7 +39,6 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative propagation", []string{"--namespace=n", "--ca-propagation=-1s"}, "--ca-propagation"},
 		{"zero grace", []string{"--namespace=n", "--gate-grace=0"}, "--gate-grace"},
 		{"the nodes' host policy", []string{"--namespace=n", "--probe-host-policy=pod-ips"}, ""},
-		{"an unknown host policy", []string{"--namespace=n", "--probe-host-policy=open"}, "--probe-host-policy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parsed(t, tc.args...).validate()
@@ -47,6 +49,23 @@ func TestOptionsValidate(t *testing.T) {
 				t.Errorf("validate: %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// An enum flag is parsed once, into its type: a bad value fails the parse.
+func TestHostPolicyParsedOnce(t *testing.T) {
+	o := &options{}
+	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.addFlags(fs)
+	if err := fs.Parse([]string{"--probe-host-policy=open"}); err == nil || !strings.Contains(err.Error(), "probe-host-policy") {
+		t.Errorf("--probe-host-policy=open: %v, want a parse error naming the flag", err)
+	}
+	if o := parsed(t, "--namespace=n"); o.ProbeHostPolicy != prober.HostPolicyDenyNodeLocal {
+		t.Errorf("default %q, want deny-node-local", o.ProbeHostPolicy)
+	}
+	if o := parsed(t, "--namespace=n", "--probe-host-policy=pod-ips"); o.ProbeHostPolicy != prober.HostPolicyPodIPs {
+		t.Errorf("pod-ips parsed as %q", o.ProbeHostPolicy)
 	}
 }
 

@@ -28,7 +28,6 @@ import (
 
 	probedadmission "github.com/probed-dev/probed/pkg/admission"
 	"github.com/probed-dev/probed/pkg/gatewatch"
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/servingcert"
 	"github.com/probed-dev/probed/pkg/version"
 )
@@ -86,8 +85,7 @@ func run(ctx context.Context, o *options) error {
 	metrics := probedadmission.NewMetrics(reg)
 	version.RegisterBuildInfo(reg, "probed_webhook")
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
-	hostPolicy, _ := prober.ParseHostPolicy(o.ProbeHostPolicy) // validated
-	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: hostPolicy, Metrics: metrics}})
+	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: o.ProbeHostPolicy, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
 	server.Register(approvePath, &admission.Webhook{Handler: &probedadmission.ReachApprover{ExcludedNamespaces: o.excludedNamespaces(),
 		Access: probedadmission.SubjectAccessReviews{Client: client.AuthorizationV1().SubjectAccessReviews()}, Metrics: metrics}})

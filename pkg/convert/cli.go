@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/probed-dev/probed/pkg/prober"
@@ -50,7 +51,8 @@ func (c Command) Run(args []string) int {
 	var write bool
 	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
 	fs.BoolVar(&write, "write", false, "same as -w")
-	verbose := fs.Bool("v", false, "also report the pod templates with nothing to do on stderr")
+	var verbosity level
+	fs.Var(&verbosity, "v", "log level, as kubectl's -v: 1 or more (or a bare -v) also reports the pod templates with nothing to do on stderr")
 	hostPolicy := prober.HostPolicyDenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
 	fs.Usage = func() {
@@ -98,7 +100,7 @@ Flags:
 	for _, in := range inputs {
 		for _, o := range in.res.Objects {
 			changed = changed || o.Changed()
-			if *verbose || o.Skipped != "" || (*check && o.Changed()) {
+			if verbosity >= 1 || o.Skipped != "" || (*check && o.Changed()) {
 				fmt.Fprintf(c.Stderr, "%s: %s\n", in.name, describe(o, *check))
 			}
 			if o.Skipped == "" {
@@ -239,3 +241,28 @@ func writeFile(name string, data []byte, mode os.FileMode) error {
 	}
 	return os.Rename(tmp.Name(), name)
 }
+
+// level is -v: a number, as kubectl's -v=N, or bare (-v) for 1.
+type level int
+
+func (l *level) String() string { return strconv.Itoa(int(*l)) }
+
+func (l *level) Set(s string) error {
+	switch s {
+	case "true":
+		*l = 1
+		return nil
+	case "false":
+		*l = 0
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want a level, 0 or more: %q", s)
+	}
+	*l = level(n)
+	return nil
+}
+
+// IsBoolFlag lets -v stand alone.
+func (l *level) IsBoolFlag() bool { return true }

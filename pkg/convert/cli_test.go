@@ -52,9 +52,18 @@ func TestCommandStdinAndCheck(t *testing.T) {
 		strings.Contains(errs, "nothing to do") {
 		t.Errorf("without -v: exit %d, stderr %q", code, errs)
 	}
-	code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"), "-v")
-	if code != ExitOK || !strings.Contains(errs, "Deployment plain (spec.template): nothing to do") {
-		t.Errorf("-v: exit %d, stderr %q", code, errs)
+	for _, v := range []string{"-v", "-v=4", "--v=1"} {
+		code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"), v)
+		if code != ExitOK || !strings.Contains(errs, "Deployment plain (spec.template): nothing to do") {
+			t.Errorf("%s: exit %d, stderr %q", v, code, errs)
+		}
+	}
+	// -v is a level, as kubectl's: 0 is quiet, and a word is no level.
+	if code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"), "-v=0"); code != ExitOK || strings.Contains(errs, "nothing to do") {
+		t.Errorf("-v=0: exit %d, stderr %q", code, errs)
+	}
+	if code, _, _ = runCommand(t, readTestdata(t, "left-alone.in.yaml"), "-v=loud"); code != ExitError {
+		t.Errorf("-v=loud: exit %d, want %d", code, ExitError)
 	}
 }
 

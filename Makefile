@@ -12,7 +12,7 @@ all: lint build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-## test: every tier (lint, unit, fuzz smoke, integration, runtime, e2e). This is what CI runs.
+## test: every tier (lint, unit, fuzz smoke, integration, compat, runtime, e2e). This is what CI runs.
 test:
 	bash hack/test.sh all
 
@@ -26,8 +26,11 @@ runtime:
 	bash hack/test.sh runtime
 
 .PHONY: compat
-## compat: the integration tests on the API surface probed uses, against
-## kube-apiserver 1.34 and 1.35 (test/tools/k8s-<minor>/go.mod); in make test.
+## compat: the oldest supported minor, 1.35 by default (COMPAT_K8S; pinned in
+## test/tools/k8s-<minor>/go.mod): the integration tests on the API surface
+## probed uses against its kube-apiserver, the node tier's core scenarios on a
+## 1.35 node, then the runtime tier's core against Debian's containerd 1.6
+## (an older runtime API); in make test.
 compat:
 	bash hack/test.sh compat
 

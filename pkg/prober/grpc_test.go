@@ -169,8 +169,8 @@ func TestGRPCProbe(t *testing.T) {
 			t.Fatal("no user agent recorded")
 		}
 		for _, ua := range userAgents {
-			if !strings.HasPrefix(ua, "kube-probe/1.34 ") {
-				t.Errorf("user agent = %q; want kube-probe/1.34 first", ua)
+			if !strings.HasPrefix(ua, "kube-probe/1.37 ") {
+				t.Errorf("user agent = %q; want kube-probe/1.37 first", ua)
 			}
 		}
 	})

@@ -18,7 +18,7 @@ import (
 // the host (target.PodIP by default), the port resolved against
 // target.Ports, the path, the user's headers, and the default User-Agent
 // and Accept. userAgent is the whole User-Agent value, e.g.
-// "kube-lifecycle/1.34".
+// "kube-lifecycle/1.37".
 func NewHTTPGetRequest(ctx context.Context, action *v1.HTTPGetAction, target Target, userAgent string) (*http.Request, error) {
 	return newHTTPRequest(ctx, action, target, userAgent)
 }

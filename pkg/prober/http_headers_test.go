@@ -23,7 +23,7 @@ func TestHTTPHeadersOnTheWire(t *testing.T) {
 	}{
 		{
 			name: "default set",
-			want: []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.34"},
+			want: []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.37"},
 		},
 		{
 			name: "configured version",
@@ -43,23 +43,23 @@ func TestHTTPHeadersOnTheWire(t *testing.T) {
 		{
 			name:    "accept overridden",
 			headers: []v1.HTTPHeader{hdr("accept", "application/json")},
-			want:    []string{"Accept: application/json", "Connection: close", "User-Agent: kube-probe/1.34"},
+			want:    []string{"Accept: application/json", "Connection: close", "User-Agent: kube-probe/1.37"},
 		},
 		{
 			name:    "accept removed by an empty value",
 			headers: []v1.HTTPHeader{hdr("Accept", "")},
-			want:    []string{"Connection: close", "User-Agent: kube-probe/1.34"},
+			want:    []string{"Connection: close", "User-Agent: kube-probe/1.37"},
 		},
 		{
 			name:    "multi-valued header",
 			headers: []v1.HTTPHeader{hdr("x-token", "one"), hdr("X-Token", "two")},
-			want: []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.34",
+			want: []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.37",
 				"X-Token: one", "X-Token: two"},
 		},
 		{
 			name:    "host header",
 			headers: []v1.HTTPHeader{hdr("Host", "vhost.example")},
-			want:    []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.34"},
+			want:    []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.37"},
 			host:    "vhost.example",
 		},
 	}

@@ -161,7 +161,7 @@ func TestNewHTTPRequest(t *testing.T) {
 }
 
 func TestUserAgentVersion(t *testing.T) {
-	if got := (Options{}).userAgent(); got != "kube-probe/1.34" {
+	if got := (Options{}).userAgent(); got != "kube-probe/1.37" {
 		t.Errorf("default user agent = %q", got)
 	}
 	if got := (Options{UserAgentVersion: "1.33"}).userAgent(); got != "kube-probe/1.33" {

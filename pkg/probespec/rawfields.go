@@ -15,11 +15,12 @@ import (
 // and returns for each spec probe the fields that this build's API types do
 // not keep as written, keyed "<container>/<probe field>": what a typed
 // decode and encode of the probe would lose or change. A newer API server
-// passes fields this build does not know (upstream's h2c or gRPC-TLS fields
+// passes fields this build does not know (upstream's h2c and gRPC-TLS fields
 // reached probed's v0.34 types that way, and vanished on the way into the
-// annotation); a case-insensitive decode takes a misspelt field the API
-// server ignores. Either way the probe probed would run is not the
-// kubelet's, so adoption leaves it alone.
+// annotation; the v0.37 types it builds with now have them); a
+// case-insensitive decode takes a misspelt field the API server ignores.
+// Either way the probe probed would run is not the kubelet's, so adoption
+// leaves it alone.
 //
 // Paths are dotted JSON field names within the probe ("httpGet.h2c",
 // "httpHeaders[0].vaule"). A spec that is not a JSON object, or a probe that

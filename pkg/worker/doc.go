@@ -1,7 +1,7 @@
 // Package worker runs one probe loop per (pod UID, container, probe type).
 //
 // A Worker reproduces the kubelet's prober worker (pkg/kubelet/prober/worker.go,
-// Kubernetes 1.33/1.34): the same doProbe order, thresholds, on-hold rule,
+// Kubernetes 1.37): the same doProbe order, thresholds, on-hold rule,
 // initial delay, startup gating and start-up jitter. It differs where probed
 // must: the pod comes from the informer cache (PodSource), "started" is
 // probed's own (Config.Started), time comes from an injected clock, metrics

@@ -12,6 +12,7 @@ import (
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/reachpolicy"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/worker"
 )
@@ -83,6 +84,8 @@ type options struct {
 	ProbeResultChangeEvents bool
 	// RequireApprovedReach is --require-approved-reach (docs/security.md).
 	RequireApprovedReach bool
+	// ProbeReachPolicy is --probe-reach-policy.
+	ProbeReachPolicy string
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
@@ -103,7 +106,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
 	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
 		livenessRestart, livenessEventOnly)
-	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node cap on exec probes running at once")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node number of exec slots: an exec probe starts only once it holds one (it may give it up after --exec-slot-max-hold while others wait, and run on)")
 	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
 	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
@@ -126,6 +129,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
 	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
+	fs.StringVar(&o.ProbeReachPolicy, "probe-reach-policy", reachpolicy.DefaultPolicy, "the ValidatingAdmissionPolicy that makes probe edits need pods/exec (deploy/probe-reach.yaml); probed checks every minute that it is in force, and says when it is not (probed_probe_reach_policy_in_force, a Warning ProbeReachPolicyMissing event on the node); \"\" checks nothing")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/reachpolicy"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -97,13 +98,15 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	var recorder worker.Recorder
+	var nodeRecorder record.EventRecorder
 	var killer worker.Killer
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
-		recorder = manager.ContainerRecorder{Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})}
+		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
+		recorder = manager.ContainerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, Recorder: recorder})
 		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
@@ -163,6 +166,17 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
+	// Probes of pods without an approval run as they are only because the
+	// probe-reach policy refuses their edits: say when it is not in force.
+	var reach *reachpolicy.Checker
+	if o.ProbeReachPolicy != "" {
+		reach, err = reachpolicy.New(reachpolicy.Options{Client: client, Policy: o.ProbeReachPolicy, Node: o.NodeName,
+			RequireApproval: o.RequireApprovedReach, Recorder: nodeRecorder, Registry: reg, Clock: clock.RealClock{}})
+		if err != nil {
+			return err
+		}
+	}
+
 	// /metrics and /debug/ ask the API server who may read them.
 	auth, err := endpointAuth(clients, o)
 	if err != nil {
@@ -179,6 +193,10 @@ func run(ctx context.Context, o *options) error {
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
 	go func() { defer wg.Done(); writer.Run(writerCtx) }()
+	if reach != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); reach.Run(mgrCtx) }()
+	}
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()
 

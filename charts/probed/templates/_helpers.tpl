@@ -91,7 +91,11 @@ bind address and verbosity first (as deploy/daemonset.yaml has them), the
 rest by name; then extraArgs.
 */}}
 {{- define "probed.args" -}}
-{{- $flags := .Values.flags -}}
+{{- $flags := deepCopy .Values.flags -}}
+{{- /* The probe-reach policy this chart installs, under its own name. */ -}}
+{{- if kindIs "invalid" (index $flags "probe-reach-policy") -}}
+{{- $_ := set $flags "probe-reach-policy" (printf "%s-probe-reach" (include "probed.fullname" .)) -}}
+{{- end -}}
 {{- $first := list "runtime-endpoint" "metrics-bind-address" "v" -}}
 {{- $names := $first -}}
 {{- range $name := keys $flags | sortAlpha -}}

@@ -279,8 +279,9 @@ func TestHTTPRequestsMatchKubelet(t *testing.T) {
 		mu.Unlock()
 		compareOn(t, spec, &v1.Container{Name: "app"}, true, func() int32 { mu.Lock(); defer mu.Unlock(); return int32(len(heads)) })
 		mu.Lock()
-		if len(heads) != 2 || heads[0] != heads[1] {
-			t.Errorf("headers %v: request heads differ:\nkubelet %q\nprobed  %q", headers, heads[0], heads[len(heads)-1])
+		// The kubelet's, then probed's under each host policy.
+		if len(heads) != 3 || heads[0] != heads[1] || heads[0] != heads[2] {
+			t.Errorf("headers %v: request heads differ:\nkubelet %q\nprobed  %q", headers, heads[0], heads[1:])
 		}
 		mu.Unlock()
 	}

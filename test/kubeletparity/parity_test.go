@@ -147,17 +147,30 @@ func same(probed, kubelet outcome, http bool) bool {
 // compareOn runs the kubelet's probe and then probed's against the same
 // server, and wants the same outcome and the same number of requests
 // (requests counts what the server saw so far).
+//
+// probed runs twice: as under --probe-host-policy=kubelet (no guard), and
+// under the default deny-node-local, whose guarded dialer, redirect policy
+// and per-worker Transport are the daemon's default path; the server is on
+// the pod's own IP, which that policy allows.
 func compareOn(t *testing.T, spec *v1.Probe, container *v1.Container, http bool, requests func() int32) {
 	t.Helper()
 	before := requests()
 	k := kubeletProbe(spec, container, "127.0.0.1")
 	mid := requests()
-	p := probedProbe(spec, container, "127.0.0.1", prober.Options{})
-	after := requests()
-	if !same(p, k, http) {
-		t.Errorf("probed:  %v\nkubelet: %v", p, k)
-	}
-	if kr, pr := mid-before, after-mid; kr != pr {
-		t.Errorf("the server saw %d requests from the kubelet, %d from probed", kr, pr)
+	kr := mid - before
+	for _, policy := range []prober.HostPolicy{prober.HostPolicyKubelet, prober.HostPolicyDenyNodeLocal} {
+		opts := prober.Options{}
+		if policy != prober.HostPolicyKubelet {
+			opts.HostGuard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+		}
+		p := probedProbe(spec, container, "127.0.0.1", opts)
+		after := requests()
+		if !same(p, k, http) {
+			t.Errorf("--probe-host-policy=%s\nprobed:  %v\nkubelet: %v", policy, p, k)
+		}
+		if pr := after - mid; kr != pr {
+			t.Errorf("--probe-host-policy=%s: the server saw %d requests from the kubelet, %d from probed", policy, kr, pr)
+		}
+		mid = after
 	}
 }

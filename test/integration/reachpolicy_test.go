@@ -58,6 +58,9 @@ func TestReachPolicyChecker(t *testing.T) {
 	for _, obj := range objs {
 		switch o := obj.(type) {
 		case *admissionv1.ValidatingAdmissionPolicy:
+			if o.Name != reachpolicy.DefaultPolicy {
+				continue
+			}
 			o = o.DeepCopy()
 			o.Name = name
 			if _, err := api.ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{}); err != nil {
@@ -65,6 +68,9 @@ func TestReachPolicyChecker(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = api.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}) })
 		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			if o.Spec.PolicyName != reachpolicy.DefaultPolicy {
+				continue
+			}
 			o = o.DeepCopy()
 			o.Name, o.Spec.PolicyName = name, name
 			if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{}); err != nil {

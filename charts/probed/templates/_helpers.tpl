@@ -92,9 +92,10 @@ rest by name; then extraArgs.
 */}}
 {{- define "probed.args" -}}
 {{- $flags := deepCopy .Values.flags -}}
-{{- /* The probe-reach policy this chart installs, under its own name. */ -}}
-{{- if kindIs "invalid" (index $flags "probe-reach-policy") -}}
-{{- $_ := set $flags "probe-reach-policy" (printf "%s-probe-reach" (include "probed.fullname" .)) -}}
+{{- /* The probe-reach policy this chart installs, where its name is not probed's default. */ -}}
+{{- $reachPolicy := printf "%s-probe-reach" (include "probed.fullname" .) -}}
+{{- if and (kindIs "invalid" (index $flags "probe-reach-policy")) (ne $reachPolicy "probed-probe-reach") -}}
+{{- $_ := set $flags "probe-reach-policy" $reachPolicy -}}
 {{- end -}}
 {{- $first := list "runtime-endpoint" "metrics-bind-address" "v" -}}
 {{- $names := $first -}}

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -47,6 +49,16 @@ func TestWebhookAccountChangesOnlyTheCABundle(t *testing.T) {
 	validating := func(c kubernetes.Interface, patch string) error {
 		_, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, webhookName, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 		return err
+	}
+	// The API server loads a new policy asynchronously: wait, with a dry run
+	// that changes nothing, until it holds the webhook's account.
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, last = sa.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, webhookName, types.JSONPatchType,
+			[]byte(`[{"op": "add", "path": "/metadata/labels/evil", "value": "yes"}]`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "probed-webhook-ca-bundle"), nil
+	}); err != nil {
+		t.Fatalf("the probed-webhook-ca-bundle policy never held the webhook's account; last: %v", last)
 	}
 	for name, try := range map[string]func() error{
 		"turn adoption off": func() error {

@@ -13,6 +13,11 @@ main() {
   bindir=${PROBED_K8S_BIN_DIR:-$root/.cache/k8s/$k8sv/bin}
   if [[ -x $bindir/kubectl ]]; then echo "$bindir"; return; fi
   if command -v kubectl >/dev/null; then dirname "$(command -v kubectl)"; return; fi
+  # hack/prebuild.sh and a tier may ask at once: one builds, the other waits.
+  mkdir -p "$bindir"
+  exec 9>"$bindir/.kubectl.lock"
+  flock 9
+  if [[ -x $bindir/kubectl ]]; then echo "$bindir"; return; fi
   echo "build-kubectl: kubectl not installed: building it from k8s.io/kubectl" >&2
   kv=v0.${k8sv#v1.}
   ldflags="-s -w"
@@ -38,7 +43,8 @@ func main() {
 GO
   (cd "$mod" && { [[ -f go.mod ]] || go mod init kubectl-build >/dev/null 2>&1; } &&
     go get "k8s.io/kubectl@$kv" "k8s.io/component-base@$kv" >&2 && go mod tidy >&2 &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bindir/kubectl" .) >&2
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bindir/kubectl.tmp" .) >&2
+  mv -f "$bindir/kubectl.tmp" "$bindir/kubectl"
   echo "$bindir"
 }
 main "$@"

@@ -5,9 +5,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiers=("$@"); [ ${#tiers[@]} -eq 0 ] && tiers=(all)
-[ "${tiers[0]}" = all ] && tiers=(lint unit fuzz integration compat runtime e2e)
-
-step() { printf '\n==> %s\n' "$*"; }
+t0=$SECONDS
+step() { printf '\n==> [%dm%02ds] %s\n' $(((SECONDS - t0) / 60)) $(((SECONDS - t0) % 60)) "$*"; }
+if [ "${tiers[0]}" = all ]; then
+  tiers=(lint unit fuzz integration compat runtime e2e)
+  # The later tiers' builds (Kubernetes twice, containerd, helm, kubectl,
+  # cross-compiles) run beside the earlier tiers at the lowest CPU priority,
+  # in cores the tests leave idle: a cold run is about 25 minutes shorter.
+  # PREBUILD=0 builds each in its tier instead.
+  if [ "${PREBUILD:-1}" = 1 ]; then
+    bash hack/install-deps.sh # apt takes one lock: before the builds start
+    mkdir -p .cache
+    setsid nice -n 19 bash hack/prebuild.sh >.cache/prebuild.log 2>&1 &
+    prebuild=$!
+    trap 'kill -- -"$prebuild" 2>/dev/null || true' EXIT
+  fi
+fi
 for t in "${tiers[@]}"; do
   case "$t" in
     lint)
@@ -131,3 +144,8 @@ for t in "${tiers[@]}"; do
     *) echo "unknown tier: $t" >&2; exit 2 ;;
   esac
 done
+if [ -n "${prebuild:-}" ]; then
+  step "done; the builds run ahead of the tiers (.cache/prebuild.log):"
+  wait "$prebuild" || true
+  cat .cache/prebuild.log
+fi

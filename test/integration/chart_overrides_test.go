@@ -191,11 +191,16 @@ func docsWrapper(t *testing.T) string {
 func TestKustomizeWrapperOverrides(t *testing.T) {
 	t.Parallel()
 	doc := docsWrapper(t)
-	for _, want := range []string{"- ../probed/deploy", "namespace: probed-system", "registry.example.com/probed\n", "registry.example.com/probed-webhook\n", "newTag: 0.1.0"} {
+	for _, want := range []string{"- ../probed/deploy", "namespace: probed-system", "newName: registry.example.com/probed\n", "newTag: 0.1.0", "replacements:"} {
 		if !strings.Contains(doc, want) {
 			t.Fatalf("docs/install.md's wrapper lacks %q:\n%s", want, doc)
 		}
 	}
+	// One setting: the webhook's image is not named in the wrapper.
+	if n := strings.Count(doc, "newName:"); n != 1 || strings.Contains(doc, "name: probed-webhook\n  newName") {
+		t.Fatalf("docs/install.md's wrapper sets %d images; want probed's alone:\n%s", n, doc)
+	}
+	original := doc
 	doc = strings.ReplaceAll(doc, "registry.example.com/", overrideRegistry+"/")
 	doc = strings.ReplaceAll(doc, "newTag: 0.1.0", "newTag: "+overrideTag)
 	doc = strings.Replace(doc, "namespace: probed-system", "namespace: "+overrideNS, 1)
@@ -231,6 +236,46 @@ func TestKustomizeWrapperOverrides(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkOverrides(t, c.name, kustomize(t, my), c.certManager, c.prefix)
+	}
+
+	// The webhook's image follows any registry path, a port included, and
+	// the base's own tag when the wrapper sets none; what it cannot follow
+	// stops the build.
+	for _, c := range []struct{ name, images, want, fails string }{
+		{"a registry with a port", "- name: probed\n  newName: localhost:5000/a/b/probed\n  newTag: v2.0.0-rc.1\n",
+			"localhost:5000/a/b/probed-webhook:v2.0.0-rc.1", ""},
+		{"a registry only", "- name: probed\n  newName: mirror.example.com/probed\n", "mirror.example.com/probed-webhook:dev", ""},
+		{"a repository not ending in probed", "- name: probed\n  newName: registry.example.com/probed-daemon\n  newTag: 0.1.0\n",
+			"", "options.index 1 is out of bounds"},
+		{"a digest", "- name: probed\n  newName: registry.example.com/probed\n  digest: sha256:" + strings.Repeat("ab", 32) + "\n",
+			"", "options.index 1 is out of bounds"},
+	} {
+		k := regexp.MustCompile(`(?s)images:\n.*?\n(#|replacements:)`).ReplaceAllString(original, "images:\n"+strings.ReplaceAll(c.images, "$", "$$")+"$1")
+		if !strings.Contains(k, c.images) || !strings.Contains(k, "replacements:") {
+			t.Fatalf("%s: the wrapper's images entry was not replaced:\n%s", c.name, k)
+		}
+		my := filepath.Join(dir, "my-probed")
+		if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(kubectlPath(t), "kustomize", my).CombinedOutput()
+		if c.fails != "" {
+			if err == nil || !strings.Contains(string(out), c.fails) {
+				t.Errorf("%s: kubectl kustomize: %v, %s; want it to fail with %q", c.name, err, out, c.fails)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: kubectl kustomize: %v\n%s", c.name, err, out)
+		}
+		objs, err := decodeObjects(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs := renderedImages(objs)
+		if got := imgs["Deployment/probed-system/probed-webhook webhook"]; got != c.want {
+			t.Errorf("%s: the webhook runs %q, want %q (%v)", c.name, got, c.want, imgs)
+		}
 	}
 }
 

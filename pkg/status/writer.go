@@ -271,11 +271,18 @@ func (w *Writer) Run(ctx context.Context) {
 		w.syncDue(ctx)
 		var retryC <-chan time.Time
 		var timer clock.Timer
-		if d, ok := w.nextRetry(); ok {
+		if next, ok := w.nextRetry(); ok {
+			d := next.Sub(w.clock.Now())
 			if d <= 0 {
 				continue // became due meanwhile
 			}
 			timer = w.clock.NewTimer(d)
+			// A clock that jumped past next before the timer was set (a
+			// fake one, stepped by a test) would never fire it.
+			if !w.clock.Now().Before(next) {
+				timer.Stop()
+				continue
+			}
 			retryC = timer.C()
 		}
 		select {
@@ -353,9 +360,8 @@ func (w *Writer) dueNow() []types.UID {
 	return due
 }
 
-// nextRetry returns how long until the earliest backoff expires.
-func (w *Writer) nextRetry() (time.Duration, bool) {
-	now := w.clock.Now()
+// nextRetry returns when the earliest backoff expires.
+func (w *Writer) nextRetry() (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var next time.Time
@@ -365,12 +371,12 @@ func (w *Writer) nextRetry() (time.Duration, bool) {
 		}
 	}
 	if len(w.pending) == 0 {
-		return 0, false
+		return time.Time{}, false
 	}
 	if w.outage.active() && next.Before(w.outage.notBefore) {
 		next = w.outage.notBefore
 	}
-	return max(next.Sub(now), 0), true
+	return next, true
 }
 
 // outcome of one sync of one pod.

@@ -2,7 +2,7 @@
 # Builds, ahead of time, what the later tiers of `make test` will need, so
 # that their compiles overlap with the earlier tiers' waiting (tests spend
 # most of their time waiting on real servers, and CI has two cores).
-# hack/test.sh all starts it in the background at the lowest CPU priority:
+# hack/test.sh all starts it in the background, below the tests in CPU priority:
 # the tests always come first, and it only uses cores they leave idle.
 #
 # It builds nothing of its own: it runs the same scripts the tiers run, which

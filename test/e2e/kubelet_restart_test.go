@@ -219,12 +219,18 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 // (pkg/kubelet/prober's restart grace).
 const kubeletRestartGrace = 10 * time.Second
 
+// watched is whether a condition is one the restart must not touch: Ready,
+// ContainersReady, probed's conditions and its gate.
+func watched(t v1.PodConditionType) bool {
+	return t == v1.PodReady || t == v1.ContainersReady || strings.Contains(string(t), "probed.io/")
+}
+
 // held says what of a ready pod's state does not hold: Ready,
 // ContainersReady and probed's conditions (and gate) True, every container
 // running, ready and started.
 func held(p *v1.Pod) error {
 	for _, c := range p.Status.Conditions {
-		if (c.Type == v1.PodReady || c.Type == v1.ContainersReady || strings.Contains(string(c.Type), "probed.io/")) && c.Status != v1.ConditionTrue {
+		if watched(c.Type) && c.Status != v1.ConditionTrue {
 			return fmt.Errorf("condition %s %s (%s: %s)", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
@@ -248,7 +254,7 @@ func held(p *v1.Pod) error {
 func marks(p *v1.Pod) string {
 	var b strings.Builder
 	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady || c.Type == v1.ContainersReady || strings.Contains(string(c.Type), "probed.io/") {
+		if watched(c.Type) {
 			fmt.Fprintf(&b, "%s=%s@%s ", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.RFC3339))
 		}
 	}

@@ -50,13 +50,16 @@ func TestWebhookAccountChangesOnlyTheCABundle(t *testing.T) {
 		_, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, webhookName, types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	}
+	denied := func(err error) bool {
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "probed-webhook-ca-bundle")
+	}
 	// The API server loads a new policy asynchronously: wait, with a dry run
 	// that changes nothing, until it holds the webhook's account.
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, last = sa.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, webhookName, types.JSONPatchType,
 			[]byte(`[{"op": "add", "path": "/metadata/labels/evil", "value": "yes"}]`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "probed-webhook-ca-bundle"), nil
+		return denied(last), nil
 	}); err != nil {
 		t.Fatalf("the probed-webhook-ca-bundle policy never held the webhook's account; last: %v", last)
 	}
@@ -94,7 +97,7 @@ func TestWebhookAccountChangesOnlyTheCABundle(t *testing.T) {
 		},
 	} {
 		err := try()
-		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "probed-webhook-ca-bundle") {
+		if !denied(err) {
 			t.Errorf("%s, as the webhook: %v; want the policy's 403", name, err)
 		}
 	}

@@ -80,6 +80,9 @@ func annotationJSON(raw string) ([]byte, error) {
 		if yamlHasManyDocuments(raw) {
 			return nil, errors.New("holds more than one YAML document")
 		}
+		if err := yamlKeyCollision(raw); err != nil {
+			return nil, err
+		}
 		return converted, nil
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {

@@ -453,6 +453,12 @@ func TestDeclaredProbesMalformedAnnotation(t *testing.T) {
 			`annotation "probed.io/probes": holds more than one YAML document`},
 		{"content after a YAML document end", "app: {}\n...\nweb: {}\n",
 			`annotation "probed.io/probes": holds more than one YAML document`},
+		{"YAML keys that become one JSON key", `{1: {}, "1": []}`,
+			`annotation "probed.io/probes": YAML keys "1", 1 read as the same key "1"`},
+		{"YAML keys that become one JSON key, nested", "app:\n  readinessProbe: {exec: {command: [x]}, true: 1, \"true\": 2}\n",
+			`annotation "probed.io/probes": app.readinessProbe: YAML keys "true", true read as the same key "true"`},
+		{"YAML float keys that become one JSON key", "app: {livenessProbe: {exec: {command: [x]}}}\n1.0: {}\n1: {}\n",
+			`annotation "probed.io/probes": YAML keys 1, 1.0 read as the same key "1"`},
 		{"two YAML documents on marker lines", "--- {app: {}}\n--- {web: {}}\n",
 			`annotation "probed.io/probes": holds more than one YAML document`},
 	} {

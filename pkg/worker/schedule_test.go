@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -128,5 +130,51 @@ func waitArmed(t *testing.T, c *testingclock.FakeClock) {
 			t.Fatal("timer never armed")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// steppingClock moves its fake clock forward just before a timer is set,
+// once, as a test stepping the clock between the loop's reading of it and
+// its arming of the timer would.
+type steppingClock struct {
+	*testingclock.FakeClock
+	by   time.Duration
+	once *sync.Once
+}
+
+func (c steppingClock) step() { c.once.Do(func() { c.Step(c.by) }) }
+
+func (c steppingClock) NewTimer(d time.Duration) clock.Timer {
+	c.step()
+	return steppingTimer{c.FakeClock.NewTimer(d), c}
+}
+
+type steppingTimer struct {
+	clock.Timer
+	c steppingClock
+}
+
+func (t steppingTimer) Reset(d time.Duration) bool {
+	t.c.step()
+	return t.Timer.Reset(d)
+}
+
+// A tick that fell due while the timer was being set is delivered then, not
+// when a later step happens to pass the late timer.
+func TestSchedulerClockMovedWhileArming(t *testing.T) {
+	c := steppingClock{testingclock.NewFakeClock(epoch), 10 * time.Second, new(sync.Once)}
+	s := newScheduler(c)
+	w := schedWorker()
+	s.add(w, 0, 10*time.Second)
+	defer s.remove(w)
+	// Arming for 10s moved the clock to 10s: the tick is due already.
+	if due := tick(t, w); due != 10*time.Second {
+		t.Fatalf("due = %v, want 10s", due)
+	}
+	// The grid goes on from there, on the timer.
+	waitArmed(t, c.FakeClock)
+	c.Step(10 * time.Second)
+	if due := tick(t, w); due != 20*time.Second {
+		t.Fatalf("due = %v, want 20s", due)
 	}
 }

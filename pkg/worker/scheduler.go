@@ -227,6 +227,14 @@ func (s *scheduler) arm(d time.Duration, due int64) {
 		s.timer.Reset(d)
 	}
 	s.armedFor = due
+	// A clock that moved past due between the caller reading it and the
+	// timer being set left the timer late; go round instead of waiting.
+	if s.now() >= due {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (s *scheduler) disarm() {

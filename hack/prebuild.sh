@@ -2,8 +2,9 @@
 # Builds, ahead of time, what the later tiers of `make test` will need, so
 # that their compiles overlap with the earlier tiers' waiting (tests spend
 # most of their time waiting on real servers, and CI has two cores).
-# hack/test.sh all starts it in the background, below the tests in CPU priority:
-# the tests always come first, and it only uses cores they leave idle.
+# hack/test.sh all starts it in the background, below the tests in CPU priority
+# (in their session: see there): the tests always come first, and it only
+# uses cores they leave idle.
 #
 # It builds nothing of its own: it runs the same scripts the tiers run, which
 # are idempotent and take a lock each, so a tier that gets there first builds
@@ -12,8 +13,12 @@
 # with the packages the later test binaries and release builds compile.
 # Nothing here can fail a run: a failed build is built again, and reported,
 # by the tier that needs it.
+#
+# Usage: hack/prebuild.sh [tiers|release|all]: what the tiers up to e2e need,
+# what the release tier needs, or both (the default).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source hack/goenv.sh # the tiers' build settings, so their cache entries match
 
 t0=$SECONDS
 run() {
@@ -28,12 +33,14 @@ run() {
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/probed-prebuild.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 compat=${COMPAT_K8S:-1.35}
+phase=${1:-all} # tiers: up to the e2e tier's; release: the release tier's; all: both
 
 # In the order the tiers need them: integration, compat, runtime, e2e, release.
+if [ "$phase" != release ]; then
 run bash hack/build-k8s.sh kube-apiserver
 run bash hack/helm.sh
 run bash hack/build-kubectl.sh
-run go test -race -tags integration -c -o "$tmp/" ./test/integration/ ./test/harness/controlplane/ ./test/harness/prometheus/
+run "${race[@]}" -tags integration -c -o "$tmp/" ./test/integration/ ./test/harness/controlplane/ ./test/harness/prometheus/
 run go test -tags soak -c -o "$tmp/" ./test/soak/
 run go test -tags scale -c -o "$tmp/" ./test/scale/
 run bash hack/build-containerd.sh
@@ -41,9 +48,11 @@ for minor in $compat; do
   run env K8S_VERSION="$minor" bash hack/build-k8s.sh
 done
 run env CGO_ENABLED=0 go build -trimpath ./cmd/... ./test/workloads/...
-run go test -race -tags runtime -c -o "$tmp/" ./test/runtime/
+run "${race[@]}" -tags runtime -c -o "$tmp/" ./test/runtime/
 run bash hack/build-k8s.sh
 run go test -tags e2e -c -o "$tmp/" ./test/e2e/ ./test/harness/node/
+fi
+if [ "$phase" != tiers ]; then
 run go test -tags release -c -o "$tmp/" ./test/release/
 run env CGO_ENABLED=0 GOARCH=arm64 go build -trimpath ./cmd/...
 for arch in amd64 arm64; do
@@ -51,4 +60,5 @@ for arch in amd64 arm64; do
 done
 run bash hack/krew.sh
 run bash hack/sbom.sh
-echo "prebuild: done in $((SECONDS - t0))s"
+fi
+echo "prebuild: $phase done in $((SECONDS - t0))s"

@@ -31,9 +31,12 @@ const (
 	imgTarget  = imgTargetName
 
 	gateCondition = "probed.io/ready"
-	// podStartTimeout bounds how long a pod may take to run its containers;
-	// every scenario starts at once on two cores.
+	// podStartTimeout bounds how long a pod may take to run its containers,
+	// once it is created (after its start slot).
 	podStartTimeout = 3 * time.Minute
+	// startSlotHold bounds how long a pod holds its start slot if its
+	// container never runs.
+	startSlotHold = 90 * time.Second
 	// eventTimeout bounds how long an expected event may lag its cause.
 	eventTimeout = 30 * time.Second
 )
@@ -124,6 +127,7 @@ type sc struct {
 	container string
 	pod       *v1.Pod // as created
 	owned     bool    // the scenario created the pod, and deletes it
+	slotHeld  bool    // it holds a start slot (under mu)
 
 	mu    sync.Mutex
 	notes []string
@@ -180,6 +184,7 @@ func (s *sc) finish() {
 			s.expectDescribed()
 		}
 	}
+	s.releaseStartSlot()
 	if s.pod != nil && s.t.Failed() {
 		s.dumpDiagnostics()
 	}
@@ -248,12 +253,67 @@ func (s *sc) newPod(container string, w workload, p probes) *v1.Pod {
 
 func (s *sc) create(pod *v1.Pod) {
 	s.t.Helper()
+	s.takeStartSlot()
 	created, err := client.CoreV1().Pods(s.ns).Create(s.ctx, pod, metav1.CreateOptions{})
 	if err != nil {
+		s.releaseStartSlot()
 		s.t.Fatalf("creating pod %s: %v", pod.Name, err)
 	}
 	s.pod, s.owned = created, true
 	s.t.Logf("created pod %s/%s (uid %s), probes %s", s.ns, created.Name, created.UID, created.Annotations["probed.io/probes"])
+	go s.holdStartSlot()
+}
+
+// startSlots bounds how many scenario pods start at once (E2E_START_SLOTS).
+// On two cores, the ~70 pods the parallel scenarios created in the same
+// second kept both cores busy for three minutes at a load average of 85
+// (runc, shims, CNI plugins, the kubelet): 5 s exec probes and 1 s gRPC
+// connects timed out, and healthy containers were restarted for it. Every
+// scenario times its checks from its own container's start, so waiting for
+// a slot before creating the pod changes none of them.
+var startSlots = make(chan struct{}, envInt("E2E_START_SLOTS", 6))
+
+// takeStartSlot waits for a start slot, and starts the scenario's clock
+// then.
+func (s *sc) takeStartSlot() {
+	began := time.Now()
+	select {
+	case startSlots <- struct{}{}:
+	case <-s.ctx.Done():
+		s.t.Fatalf("waiting for a start slot: %v", s.ctx.Err())
+	}
+	s.mu.Lock()
+	s.slotHeld = true
+	s.mu.Unlock()
+	if waited := time.Since(began); waited > time.Second {
+		s.t.Logf("waited %v for a start slot (%d pods starting at once)", waited.Round(100*time.Millisecond), cap(startSlots))
+	}
+	s.start = time.Now()
+}
+
+// holdStartSlot gives the slot back once the scenario's container has run
+// (or ended), the pod is gone, or startSlotHold has passed.
+func (s *sc) holdStartSlot() {
+	defer s.releaseStartSlot()
+	_ = wait.PollUntilContextTimeout(s.ctx, 500*time.Millisecond, startSlotHold, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(s.ns).Get(ctx, s.podName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || s.containerHasRun(p), nil
+	})
+}
+
+func (s *sc) releaseStartSlot() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slotHeld {
+		s.slotHeld = false
+		<-startSlots
+	}
 }
 
 func (s *sc) get() *v1.Pod {
@@ -347,11 +407,17 @@ func (s *sc) observe(what string, interval, window time.Duration, violated func(
 func (s *sc) waitContainerStarted() *v1.Pod {
 	s.t.Helper()
 	p := s.poll("the container to run", 500*time.Millisecond, podStartTimeout, func(p *v1.Pod) (bool, error) {
-		cs := s.status(p)
-		return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil), nil
+		return s.containerHasRun(p), nil
 	})
 	s.t.Logf("%v: container %s running", s.elapsed(), s.container)
 	return p
+}
+
+// containerHasRun reports whether the scenario's container in p is running
+// or has ended: upstream's "container not waiting".
+func (s *sc) containerHasRun(p *v1.Pod) bool {
+	cs := s.status(p)
+	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil)
 }
 
 // expectRestarts waits until the container's restart count has risen by n,
@@ -589,11 +655,33 @@ func (s *sc) dumpDiagnostics() {
 		}
 	}
 	s.t.Logf("events:%s", formatEvents(s.events()))
+	s.t.Logf("machine at failure: %s", machineLoad())
 	lines := probedLogLines(context.Background(), s.podName)
 	if len(lines) > 80 {
 		lines = lines[len(lines)-80:]
 	}
 	s.t.Logf("probed log lines about %s (last %d):\n%s", s.podName, len(lines), strings.Join(lines, "\n"))
+}
+
+// machineLoad reads the load averages and the CPU pressure (PSI), so that a
+// failure from a starved machine shows as one.
+func machineLoad() string {
+	var parts []string
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			parts = append(parts, "load average "+strings.Join(f[:3], " "))
+		}
+	}
+	if b, err := os.ReadFile("/proc/pressure/cpu"); err == nil {
+		if line, _, _ := strings.Cut(string(b), "\n"); strings.HasPrefix(line, "some ") {
+			f := strings.Fields(line)
+			parts = append(parts, "CPU pressure (% of time some task waited) "+strings.Join(f[1:min(len(f), 4)], " "))
+		}
+	}
+	if len(parts) == 0 {
+		return "unknown"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // probedLog returns the DaemonSet pod's log: through the API (kubectl logs),

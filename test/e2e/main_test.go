@@ -20,6 +20,7 @@
 //	E2E_RUN_DIR            the node's run dir, kept afterwards (default: a temporary one, removed)
 //	E2E_PROBED_ARGS        more flags for probed's DaemonSet, space-separated
 //	E2E_SKIP_IMAGE_BUILD   set to skip running the image build scripts
+//	E2E_START_SLOTS        how many scenario pods may be starting at once (default 6)
 package e2e
 
 import (
@@ -31,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -81,6 +83,17 @@ func envDuration(name string, def time.Duration) time.Duration {
 			panic(fmt.Sprintf("%s=%q: %v", name, v, err))
 		}
 		return d
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			panic(fmt.Sprintf("%s=%q: want a whole number of at least 1", name, v))
+		}
+		return n
 	}
 	return def
 }

@@ -46,6 +46,7 @@ func TestFootprint110Pods(t *testing.T) {
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "probed")
 		cmd := exec.Command("go", "build", "-tags", "footprint", "-o", bin, "../../cmd/probed")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as it ships
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build: %v\n%s", err, b)
 		}

@@ -64,10 +64,13 @@ func run(m *testing.M) int {
 	// the real process fail the run too (it exits 66 on a race).
 	// PROBED_NO_RACE=1 (make bench) measures the daemon as it ships.
 	args := []string{"build", "-race", "-o", probedBin, "../../cmd/probed"}
+	env := os.Environ()
 	if os.Getenv("PROBED_NO_RACE") == "1" {
 		args = slices.Delete(args, 1, 2)
+		env = append(env, "CGO_ENABLED=0") // as it ships
 	}
 	build := exec.CommandContext(ctx, "go", args...)
+	build.Env = env
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building probed:", err)

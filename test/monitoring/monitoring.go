@@ -13,11 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // Paths of the shipped files, relative to the repository root.
@@ -35,8 +36,11 @@ const (
 
 // RepoPath turns a repository-relative path into an absolute one.
 func RepoPath(rel string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", filepath.FromSlash(rel))
+	root, err := repo.Root()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Join(root, filepath.FromSlash(rel))
 }
 
 // RuleFile is a Prometheus rule file (and a PrometheusRule's spec).

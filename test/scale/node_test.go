@@ -193,7 +193,11 @@ type probedProc struct {
 
 // startProbed starts the node's probed and returns without waiting.
 func (n *simNode) startProbed(extra []string) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A loopback address of the node's own: a port that "127.0.0.1:0" hands
+	// out is free again once closed, so two nodes were once given the same
+	// one; the second probed exited ("address already in use"), the first
+	// answered its /readyz, and its 20 pods never turned Ready.
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.1.%d.%d:0", n.Index/250, n.Index%250+1))
 	if err != nil {
 		return err
 	}

@@ -58,9 +58,16 @@ func (f *fleet) waitPods(what string, keys []string, timeout time.Duration, ok f
 	f.t.Helper()
 	start := time.Now()
 	var got, total int
+	lastLog := start
 	for time.Since(start) < timeout {
 		if got, total = f.podsWhere(keys, ok); got == total {
 			return time.Since(start)
+		}
+		// A slow wait shows its progress (a cold run of make test once waited
+		// here 9 minutes with nothing in the log).
+		if time.Since(lastLog) >= 30*time.Second {
+			lastLog = time.Now()
+			f.t.Logf("%v: waiting for %s: %d of %d pods", time.Since(start).Round(time.Second), what, got, total)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // BinDirEnv overrides where the containerd build (containerd,
@@ -26,7 +28,7 @@ func defaultBinary() (string, error) {
 	}
 	dir := os.Getenv(BinDirEnv)
 	if dir == "" {
-		root, err := repoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return "", err
 		}

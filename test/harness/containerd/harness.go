@@ -17,9 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,6 +27,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // Image names, as built by hack/build-images.sh.
@@ -222,7 +222,7 @@ func (o *Options) complete() error {
 		}
 	}
 	if o.ImageDir == "" {
-		root, err := repoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return err
 		}
@@ -316,25 +316,4 @@ func randomSuffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// repoRoot finds the module root from the working directory (go test runs in the package dir).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		// The root module exactly: test/bench and test/tools hold modules of
-		// their own whose paths extend it.
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			slices.Contains(strings.Split(string(b), "\n"), "module github.com/probed-dev/probed") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the probed repository root above the working directory")
-		}
-		dir = parent
-	}
 }

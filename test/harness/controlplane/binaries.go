@@ -6,7 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // KubernetesVersion is the version hack/build-k8s.sh builds and this harness
@@ -36,54 +37,16 @@ func WantVersion() string {
 var ErrBinaryMissing = errors.New("binary missing")
 
 // BinDir returns the directory holding the Kubernetes binaries: $PROBED_K8S_BIN_DIR
-// if set, else <repo root>/.cache/k8s/<WantVersion()>/bin, where the repo
-// root is the nearest directory above the working directory with a go.mod
-// (go test runs in the package's directory, so this finds the main module).
+// if set, else <repo root>/.cache/k8s/<WantVersion()>/bin (repo.Root).
 func BinDir() (string, error) {
 	if d := os.Getenv(BinDirEnv); d != "" {
 		return d, nil
 	}
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w; or set %s", err, BinDirEnv)
 	}
 	return filepath.Join(root, ".cache", "k8s", WantVersion(), "bin"), nil
-}
-
-// repoRoot walks up from the working directory to the daemon's go.mod. It
-// matches on the module path so that a nested module (test/tools) is not
-// mistaken for the root.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if modulePath(filepath.Join(dir, "go.mod")) == mainModule {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of %s above the working directory; set %s", mainModule, BinDirEnv)
-		}
-		dir = parent
-	}
-}
-
-const mainModule = "github.com/probed-dev/probed"
-
-// modulePath returns the path on the "module" line of a go.mod, or "".
-func modulePath(goMod string) string {
-	b, err := os.ReadFile(goMod)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
-			return strings.Trim(f[1], `"`)
-		}
-	}
-	return ""
 }
 
 // findBinary returns the path of an executable, wrapping ErrBinaryMissing

@@ -47,6 +47,7 @@ import (
 	"github.com/probed-dev/probed/test/harness/containerd"
 	"github.com/probed-dev/probed/test/harness/controlplane"
 	"github.com/probed-dev/probed/test/harness/proc"
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // NodeName is the node's name, and its InternalIP: the kubelet runs with
@@ -272,7 +273,7 @@ func (o *Options) complete() error {
 		o.BinDir = d
 	}
 	if o.ImageDir == "" || o.DeployDir == "" {
-		root, err := repoRoot()
+		root, err := repo.Root()
 		if err != nil {
 			return err
 		}
@@ -685,24 +686,5 @@ func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)
 			return ctx.Err()
 		case <-t.C:
 		}
-	}
-}
-
-// repoRoot walks up from the working directory to probed's go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(b), "module github.com/probed-dev/probed\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the probed repository root above the working directory")
-		}
-		dir = parent
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/probed-dev/probed/test/harness/containerd"
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // TestNode starts a node, runs a pod on the pod network, deploys probed from
@@ -92,7 +93,7 @@ func TestNode(t *testing.T) {
 	}
 
 	// probed, from deploy/.
-	root, err := repoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

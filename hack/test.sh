@@ -22,10 +22,11 @@ fuzz() {
 }
 # The background chain of "all" (below). While the e2e node runs its
 # scenarios, none of it may compete with them: their pods' start-up alone
-# keeps both cores busy for minutes (test/e2e's start slots), and at nice 15
-# the chain still takes a share from the node's daemons, each in a session
-# (autogroup) of its own. In CI, gRPC and exec probes then timed out for two
-# minutes and a healthy server was restarted. So the chain is stopped
+# can keep both cores busy (test/e2e's start gate paces it by CPU pressure),
+# and at nice 15 the chain still takes a share from the node, whose
+# containers each run in a session (autogroup) of their own. In CI, gRPC and
+# exec probes then timed out for two minutes and a healthy server was
+# restarted. So the chain is stopped
 # (SIGSTOP) for them, and continued after. Never in the middle of a fuzz
 # target, whose coordinator would take its stopped workers for hung ones:
 # each target holds .cache/fuzz.lock, which stopping waits for.

@@ -20,6 +20,17 @@ import (
 func testDemo(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(repoRoot, "examples/demo")
+	// The demo's pods pass the start gate as the scenarios' pods do.
+	for range demoPods {
+		a, err := startGate.enter(ctx)
+		if err != nil {
+			t.Fatalf("waiting at the start gate: %v", err)
+		}
+		if a.waited > time.Second || a.slowed {
+			t.Log(a)
+		}
+	}
+	go leaveGateWhenDemoRuns()
 	out, err := kubectl(ctx, "apply", "-f", dir)
 	if err != nil {
 		t.Fatalf("kubectl apply -f %s: %v\n%s", dir, err, out)
@@ -36,17 +47,26 @@ func testDemo(t *testing.T) {
 		app, container string
 		run            func(s *sc)
 	}{
-		// Readiness flips every 20 s; the pod's Ready and the Service's endpoint follow.
+		// Readiness flips every 20 s; the pod's Ready and the Service's
+		// endpoint follow. The flip is timed by probed's condition, which
+		// probed sets: the pod's Ready follows it when the kubelet next syncs
+		// the pod, seconds later on a loaded node (14.7 s between the test's
+		// sightings of a 20 s flip, on a node at 95 % CPU pressure).
 		{"flappy-web", "web", func(s *sc) {
-			s.poll("pod Ready", time.Second, podStartTimeout, func(p *v1.Pod) (bool, error) { return isReady(p), nil })
-			readyAt := time.Now()
-			p := s.poll("pod not Ready (flip)", 250*time.Millisecond, time.Minute, func(p *v1.Pod) (bool, error) { return !isReady(p), nil })
-			downAt := time.Now()
+			cond := s.readyCond()
+			p := s.poll("pod Ready", time.Second, podStartTimeout, func(p *v1.Pod) (bool, error) { return isReady(p), nil })
+			readyAt := condition(p, cond).LastTransitionTime.Time
+			p = s.poll("pod not Ready (flip)", 250*time.Millisecond, time.Minute, func(p *v1.Pod) (bool, error) { return !isReady(p), nil })
+			down := condition(p, cond)
 			s.expectEndpointReady(p, "flappy-web", false)
-			s.poll("pod Ready again (flip)", 250*time.Millisecond, time.Minute, func(p *v1.Pod) (bool, error) { return isReady(p), nil })
-			upAt := time.Now()
+			p = s.poll("pod Ready again (flip)", 250*time.Millisecond, time.Minute, func(p *v1.Pod) (bool, error) { return isReady(p), nil })
+			up := condition(p, cond)
 			s.expectEndpointReady(p, "flappy-web", true)
-			s.note("readiness flipped: down %v after Ready, up again %v later", downAt.Sub(readyAt).Round(time.Second), upAt.Sub(downAt).Round(time.Second))
+			if down == nil || down.Status != v1.ConditionFalse || up == nil || up.Status != v1.ConditionTrue {
+				s.t.Fatalf("%s: %+v when the pod was not Ready, %+v when Ready again; want False, then True", cond, down, up)
+			}
+			downAt, upAt := down.LastTransitionTime.Time, up.LastTransitionTime.Time
+			s.note("readiness flipped (%s): down %v after Ready, up again %v later", cond, downAt.Sub(readyAt).Round(time.Second), upAt.Sub(downAt).Round(time.Second))
 			if d := upAt.Sub(downAt); d < 15*time.Second || d > 30*time.Second {
 				s.t.Errorf("not ready for %v, want about 20s", d)
 			}
@@ -108,6 +128,39 @@ func testDemo(t *testing.T) {
 			c.run(s)
 		})
 	}
+}
+
+// demoPods is how many pods examples/demo/ starts: one per Deployment.
+const demoPods = 4
+
+// leaveGateWhenDemoRuns gives the demo's start slots back as its pods' first
+// containers run, and the rest after startSlotHold.
+func leaveGateWhenDemoRuns() {
+	left := demoPods
+	defer func() {
+		for range left {
+			startGate.leave()
+		}
+	}()
+	_ = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, startSlotHold, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Pods(demoNS).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ran := 0
+		for _, p := range list.Items {
+			for _, cs := range append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+					ran++
+					break
+				}
+			}
+		}
+		for ; left > demoPods-min(ran, demoPods); left-- {
+			startGate.leave()
+		}
+		return left == 0, nil
+	})
 }
 
 // findPod waits for the Deployment's pod and makes it the scenario's.

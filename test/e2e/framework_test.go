@@ -264,29 +264,18 @@ func (s *sc) create(pod *v1.Pod) {
 	go s.holdStartSlot()
 }
 
-// startSlots bounds how many scenario pods start at once (E2E_START_SLOTS).
-// On two cores, the ~70 pods the parallel scenarios created in the same
-// second kept both cores busy for three minutes at a load average of 85
-// (runc, shims, CNI plugins, the kubelet): 5 s exec probes and 1 s gRPC
-// connects timed out, and healthy containers were restarted for it. Every
-// scenario times its checks from its own container's start, so waiting for
-// a slot before creating the pod changes none of them.
-var startSlots = make(chan struct{}, envInt("E2E_START_SLOTS", 6))
-
-// takeStartSlot waits for a start slot, and starts the scenario's clock
-// then.
+// takeStartSlot waits at the start gate, and starts the scenario's clock
+// once admitted.
 func (s *sc) takeStartSlot() {
-	began := time.Now()
-	select {
-	case startSlots <- struct{}{}:
-	case <-s.ctx.Done():
-		s.t.Fatalf("waiting for a start slot: %v", s.ctx.Err())
+	a, err := startGate.enter(s.ctx)
+	if err != nil {
+		s.t.Fatalf("waiting at the start gate: %v", err)
 	}
 	s.mu.Lock()
 	s.slotHeld = true
 	s.mu.Unlock()
-	if waited := time.Since(began); waited > time.Second {
-		s.t.Logf("waited %v for a start slot (%d pods starting at once)", waited.Round(100*time.Millisecond), cap(startSlots))
+	if a.waited > time.Second || a.slowed {
+		s.t.Log(a)
 	}
 	s.start = time.Now()
 }
@@ -312,7 +301,7 @@ func (s *sc) releaseStartSlot() {
 	defer s.mu.Unlock()
 	if s.slotHeld {
 		s.slotHeld = false
-		<-startSlots
+		startGate.leave()
 	}
 }
 

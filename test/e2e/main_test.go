@@ -21,6 +21,7 @@
 //	E2E_PROBED_ARGS        more flags for probed's DaemonSet, space-separated
 //	E2E_SKIP_IMAGE_BUILD   set to skip running the image build scripts
 //	E2E_START_SLOTS        how many scenario pods may be starting at once (default 6)
+//	E2E_START_PRESSURE     admit a pod to start only while CPU pressure avg10 is below this percent (default 50)
 package e2e
 
 import (

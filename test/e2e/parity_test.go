@@ -329,7 +329,10 @@ func testRestartRulesProbedProbesTheNewInstance(t *testing.T) {
 	script := `if [ ! -f /data/ran ]; then touch /data/ran; sleep 8; exit 42; fi; touch /tmp/ready; exec sleep 3600`
 	pod := s.newPod("app", shell(script), probes{
 		Readiness: &v1.Probe{ProbeHandler: execHandler("cat", "/tmp/ready"), PeriodSeconds: 1},
-		Liveness:  &v1.Probe{ProbeHandler: execHandler("true"), PeriodSeconds: 2},
+		// A liveness kill would end the pod (exit 137 matches no rule), so
+		// its exec gets upstream's 5 s: at 1 s it timed out three times on
+		// CI's node at 97 % CPU pressure.
+		Liveness: &v1.Probe{ProbeHandler: execHandler("true"), PeriodSeconds: 2, TimeoutSeconds: 5},
 	})
 	pod.Spec.RestartPolicy = v1.RestartPolicyNever
 	pod.Spec.TerminationGracePeriodSeconds = ptr(int64(1))

@@ -150,7 +150,7 @@ func leaveGateWhenDemoRuns() {
 		ran := 0
 		for _, p := range list.Items {
 			for _, cs := range append(append([]v1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-				if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+				if hasRun(&cs) {
 					ran++
 					break
 				}

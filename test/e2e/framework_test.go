@@ -404,8 +404,9 @@ func (s *sc) waitContainerStarted() *v1.Pod {
 
 // containerHasRun reports whether the scenario's container in p is running
 // or has ended: upstream's "container not waiting".
-func (s *sc) containerHasRun(p *v1.Pod) bool {
-	cs := s.status(p)
+func (s *sc) containerHasRun(p *v1.Pod) bool { return hasRun(s.status(p)) }
+
+func hasRun(cs *v1.ContainerStatus) bool {
 	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil)
 }
 

@@ -81,12 +81,9 @@ func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Ad
 	raw, hasAnnotation := meta.Annotations[ProbesAnnotation]
 	entries := map[string]map[string]json.RawMessage{}
 	if hasAnnotation && strings.TrimSpace(raw) != "" {
-		if p := decodeProblem(raw); p != nil {
+		data, _, p := decodeAnnotationJSON(raw)
+		if p != nil {
 			return a, fmt.Errorf("%s", p.String())
-		}
-		data, err := annotationJSON(raw)
-		if err != nil {
-			return a, err
 		}
 		if err := json.Unmarshal(data, &entries); err != nil {
 			return a, fmt.Errorf("annotation %q: %w", ProbesAnnotation, err)
@@ -118,7 +115,7 @@ func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Ad
 		add(&spec.Containers[i], false)
 	}
 
-	judge := newAdoptJudge(spec, opts)
+	judge := newAdoptJudge(spec, opts, entries)
 	taken := slots[:0:0]
 	for _, s := range slots {
 		name := s.name()
@@ -139,6 +136,7 @@ func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Ad
 			entries[s.container.Name] = map[string]json.RawMessage{}
 		}
 		entries[s.container.Name][s.field] = b
+		judge.moved(s.container.Name)
 		a.Moved = append(a.Moved, name)
 		taken = append(taken, s)
 	}
@@ -170,11 +168,49 @@ func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Ad
 	return a, nil
 }
 
-// decodeProblem is the whole-annotation problem of a malformed value, as
-// the daemon reports it (InvalidProbe), or nil.
-func decodeProblem(raw string) *ProbeProblem {
-	_, p := decodeAnnotation(raw)
-	return p
+// entriesSize is the length of json.Marshal of an annotation's entries,
+// kept per container so that adding a probe re-encodes only its own
+// container's: "{" + `"<container>":<entry>` joined by "," + "}".
+type entriesSize struct {
+	of  map[string]int // len(`"<container>":<entry>`)
+	sum int
+}
+
+func newEntriesSize(entries map[string]map[string]json.RawMessage) *entriesSize {
+	z := &entriesSize{of: map[string]int{}}
+	for c, e := range entries {
+		z.set(c, e)
+	}
+	return z
+}
+
+// with is the length were container c's entry e.
+func (z *entriesSize) with(c string, e map[string]json.RawMessage) int {
+	n, sum := len(z.of), z.sum
+	if old, ok := z.of[c]; ok {
+		sum -= old
+	} else {
+		n++
+	}
+	return 2 + sum + pairSize(c, e) + n - 1 // n > 0: c is one
+}
+
+// set records container c's entry e.
+func (z *entriesSize) set(c string, e map[string]json.RawMessage) {
+	size := pairSize(c, e)
+	z.sum += size - z.of[c]
+	z.of[c] = size
+}
+
+// pairSize is the length of `"<c>":<e>` as json.Marshal writes it in a
+// map; one that cannot be encoded counts as over every limit.
+func pairSize(c string, e map[string]json.RawMessage) int {
+	k, errK := json.Marshal(c)
+	v, errV := json.Marshal(e)
+	if errK != nil || errV != nil {
+		return MaxAnnotationBytes + 1
+	}
+	return len(k) + 1 + len(v)
 }
 
 // gating reports whether any entry declares a readiness or startup probe.

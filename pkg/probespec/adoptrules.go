@@ -3,12 +3,14 @@ package probespec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
@@ -63,9 +65,11 @@ var adoptRules = []func(j *adoptJudge, s adoptSlot) string{
 	(*adoptJudge).unknownFields,
 	(*adoptJudge).sidecarStartup,
 	(*adoptJudge).killParity,
+	(*adoptJudge).execTooLarge,
 	(*adoptJudge).invalid,
 	(*adoptJudge).hostRefused,
 	(*adoptJudge).startupOfLeft,
+	(*adoptJudge).annotationFull,
 }
 
 // adoptJudge holds what the rules share for one pod.
@@ -77,10 +81,16 @@ type adoptJudge struct {
 	// left is, per container, the liveness or readiness probe already
 	// left with the kubelet (slots come liveness, readiness, startup).
 	left map[string]string
+	// entries is the annotation being built, size its encoded size, and
+	// full says, per container judged, whether its probes would not fit.
+	entries map[string]map[string]json.RawMessage
+	size    *entriesSize
+	full    map[string]bool
 }
 
-func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions) *adoptJudge {
-	j := &adoptJudge{spec: spec, opts: opts, left: map[string]string{}}
+func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions, entries map[string]map[string]json.RawMessage) *adoptJudge {
+	j := &adoptJudge{spec: spec, opts: opts, left: map[string]string{},
+		entries: entries, size: newEntriesSize(entries), full: map[string]bool{}}
 	if opts.RawSpec != nil {
 		j.unknown = ProbeFieldsNotKept(opts.RawSpec)
 	}
@@ -149,6 +159,17 @@ func (j *adoptJudge) killParity(s adoptSlot) string {
 	}
 	return fmt.Sprintf("under restartPolicy %s the kubelet restarts a container its %s probe killed whatever its exit code, one probed stopped %s",
 		policy, strings.ToLower(s.typ.String()), after)
+}
+
+// execTooLarge: probed refuses an exec command over its bounds
+// (limits.go), which the kubelet runs.
+func (j *adoptJudge) execTooLarge(s adoptSlot) string {
+	if e := (*s.probe).Exec; e != nil {
+		if errs := checkExecSize(e.Command, field.NewPath(s.field, "exec", "command")); len(errs) > 0 {
+			return "probed would refuse it: " + errs[0].Error()
+		}
+	}
+	return ""
 }
 
 // invalid: a probe probed would refuse (InvalidProbe) where the API server
@@ -264,6 +285,43 @@ func isLocalhostName(host string) bool {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }
+
+// annotationFull: moved, the container's probes would make the annotation
+// longer than MaxAnnotationBytes, and probed would run none of it. A
+// container's probes stay or move together (all of its spec probes are
+// counted, whatever the other rules say of them), so that none of them
+// runs ungated by a startup probe left behind.
+func (j *adoptJudge) annotationFull(s adoptSlot) string {
+	c := s.container
+	full, judged := j.full[c.Name]
+	if !judged {
+		inner := maps.Clone(j.entries[c.Name])
+		if inner == nil {
+			inner = map[string]json.RawMessage{}
+		}
+		for _, pt := range probeTypes {
+			p := pt.specOf(c)
+			if _, declared := inner[pt.field]; p == nil || declared {
+				continue
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				return "it cannot be encoded: " + err.Error()
+			}
+			inner[pt.field] = b
+		}
+		full = j.size.with(c.Name, inner) > MaxAnnotationBytes
+		j.full[c.Name] = full
+	}
+	if !full {
+		return ""
+	}
+	return fmt.Sprintf("moved, the container's probes would make annotation %q longer than its limit of %d bytes, and probed would run none of it",
+		ProbesAnnotation, MaxAnnotationBytes)
+}
+
+// moved records that AdoptWith added a probe to container c's entry.
+func (j *adoptJudge) moved(c string) { j.size.set(c, j.entries[c]) }
 
 func quoteList(fields []string) string {
 	q := make([]string, len(fields))

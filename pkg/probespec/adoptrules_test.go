@@ -103,6 +103,14 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 			left: "app/startupProbe", reason: "readinessProbe stays with the kubelet",
 		},
 		{
+			name: "an exec command over probed's bounds",
+			mutate: func(s *v1.PodSpec) {
+				s.Containers[0].LivenessProbe = execProbe(strings.Split(strings.Repeat("a ", MaxExecArgs+1), " ")[:MaxExecArgs+1]...)
+				s.Containers[0].StartupProbe = nil
+			},
+			left: "app/livenessProbe", reason: "probed would refuse it: livenessProbe.exec.command: Too many: 257: must have at most 256 arguments",
+		},
+		{
 			name:   "a pod for Windows nodes",
 			mutate: func(s *v1.PodSpec) { s.OS = &v1.PodOS{Name: v1.Windows} },
 			left:   "app/livenessProbe", reason: "Windows",
@@ -270,5 +278,39 @@ func TestProbeFieldsNotKept(t *testing.T) {
 	}
 	if got := ProbeFieldsNotKept([]byte(`not json`)); got != nil {
 		t.Errorf("not JSON: %v", got)
+	}
+}
+
+// A container's probes that would make the annotation longer than
+// MaxAnnotationBytes (which probed would refuse whole) stay with the
+// kubelet, all of them; another container's that fit move.
+func TestAdoptLeavesWhatWouldOutgrowTheAnnotation(t *testing.T) {
+	entry := func(n int) string {
+		return `{"proxy":{"livenessProbe":{"httpGet":{"port":1,"path":"/","httpHeaders":[{"name":"X","value":"` + strings.Repeat("x", n) + `"}]}}}}`
+	}
+	const room = 300 // for the proxy's readiness probe, not for app's three
+	pod := adoptPod()
+	pod.Annotations = map[string]string{ProbesAnnotation: entry(MaxAnnotationBytes - room - len(entry(0)))}
+	orig := pod.DeepCopy()
+	a, err := Adopt(&pod.ObjectMeta, &pod.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a.Moved, []string{"proxy/readinessProbe"}) || len(a.Left) != 3 {
+		t.Fatalf("moved %v, left %v; want the proxy's readiness probe moved and app's three left", a.Moved, a.Left)
+	}
+	for _, l := range a.Left {
+		if !strings.HasPrefix(l.Probe, "app/") || l.Probe != "app/startupProbe" && !strings.Contains(l.Reason, "longer than its limit of 32768 bytes") {
+			t.Errorf("left %s: %q", l.Probe, l.Reason)
+		}
+	}
+	if !equality.Semantic.DeepEqual(pod.Spec.Containers, orig.Spec.Containers) {
+		t.Error("app's spec probes changed")
+	}
+	if got := len(pod.Annotations[ProbesAnnotation]); got > MaxAnnotationBytes || got < MaxAnnotationBytes-room {
+		t.Errorf("the annotation has %d bytes", got)
+	}
+	if _, problems := DeclaredProbes(pod, ProbeSourceAnnotation); len(problems) != 0 {
+		t.Errorf("the adopted annotation: %q", problemStrings(problems))
 	}
 }

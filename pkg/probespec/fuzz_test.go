@@ -36,8 +36,10 @@ func fuzzPod(annotation, portName string, portNum int32, sidecar bool) *v1.Pod {
 // to DeclaredProbes under every source, and checks it never panics and
 // keeps its promises: deterministic output in the documented order, only
 // valid and defaulted probes, a malformed annotation yields exactly one
-// problem and no probes from it, the pod is never modified, and the probes
-// it returns survive a round trip through the annotation unchanged.
+// problem and no probes from it, a value over MaxAnnotationBytes is
+// refused unread, the pod is never modified, and the probes it returns
+// (each within the limits, as validateProbe checks) survive a round trip
+// through the annotation unchanged.
 func FuzzDeclaredProbes(f *testing.F) {
 	f.Add(`{"app": {"readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 2}}}`, "metrics", int32(9090), true)
 	f.Add("side:\n  livenessProbe:\n    tcpSocket: {port: metrics}\n", "metrics", int32(9090), true)
@@ -62,6 +64,10 @@ func FuzzDeclaredProbes(f *testing.F) {
 			}
 
 			whole := false
+			if len(annotation) > MaxAnnotationBytes && src.fromAnnotation() &&
+				(len(problems) == 0 || problems[0].Type != nil || !strings.Contains(problems[0].Detail, "must have at most")) {
+				t.Fatalf("%s: %d bytes of annotation read: %q", src, len(annotation), problemStrings(problems))
+			}
 			for _, p := range problems {
 				s := p.String()
 				if s == "" || p.Detail == "" {
@@ -130,6 +136,9 @@ func FuzzDeclaredProbes(f *testing.F) {
 			canonical, err := json.Marshal(annotated)
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
+			}
+			if len(canonical) > MaxAnnotationBytes {
+				continue // as JSON, with the defaults spelt out, over the limit
 			}
 			round, roundProblems := DeclaredProbes(fuzzPod(string(canonical), portName, portNum, sidecar), ProbeSourceAnnotation)
 			if len(roundProblems) != 0 || !reflect.DeepEqual(round, probes) {

@@ -52,21 +52,33 @@ const maxDecodeErrors = 8
 // one problem listing up to maxDecodeErrors errors with their paths. An
 // empty value (or null) declares nothing.
 func decodeAnnotation(raw string) (map[string]annotationEntry, *ProbeProblem) {
+	_, entries, problem := decodeAnnotationJSON(raw)
+	return entries, problem
+}
+
+// decodeAnnotationJSON is decodeAnnotation that also returns the value as
+// JSON (annotationJSON), for a caller that reads it again.
+func decodeAnnotationJSON(raw string) ([]byte, map[string]annotationEntry, *ProbeProblem) {
 	data, err := annotationJSON(raw)
 	if err != nil {
-		return nil, wholeProblem([]string{oneLine(err.Error())})
+		return nil, nil, wholeProblem([]string{oneLine(err.Error())})
 	}
 	d := decoder{}
 	entries := d.decodeTop(data)
 	if len(d.errs) > 0 {
-		return nil, wholeProblem(d.errs)
+		return nil, nil, wholeProblem(d.errs)
 	}
-	return entries, nil
+	return data, entries, nil
 }
 
 // annotationJSON returns the annotation's value as JSON: as is when it is
-// valid JSON, converted when it is YAML.
+// valid JSON, converted when it is YAML. What it reads is bounded
+// (limits.go): the value's size first, then, before YAML is converted, its
+// anchors, aliases and nodes, then the size of the conversion.
 func annotationJSON(raw string) ([]byte, error) {
+	if err := checkAnnotationSize(raw); err != nil {
+		return nil, err
+	}
 	data := []byte(raw)
 	if json.Valid(data) {
 		return data, nil
@@ -75,7 +87,11 @@ func annotationJSON(raw string) ([]byte, error) {
 	if len(trimmed) == 0 {
 		return []byte("null"), nil
 	}
-	converted, yerr := yaml.YAMLToJSONStrict(data)
+	converted, yerr := yamlToJSON(data)
+	var limit *limitError
+	if errors.As(yerr, &limit) {
+		return nil, yerr
+	}
 	if yerr == nil {
 		if yamlHasManyDocuments(raw) {
 			return nil, errors.New("holds more than one YAML document")
@@ -94,6 +110,19 @@ func annotationJSON(raw string) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("not valid JSON or YAML: %v", yerr)
+}
+
+// yamlToJSON converts YAML text as sigs.k8s.io/yaml does (kubectl's
+// reading), once checkYAMLBounded has found it safe to.
+func yamlToJSON(data []byte) ([]byte, error) {
+	if err := checkYAMLBounded(data); err != nil {
+		return nil, err
+	}
+	converted, err := yaml.YAMLToJSONStrict(data)
+	if err == nil && len(converted) > MaxAnnotationJSONBytes {
+		return nil, limitErrorf(nil, "must have at most %d bytes once converted to JSON, has %d", MaxAnnotationJSONBytes, len(converted))
+	}
+	return converted, err
 }
 
 // yamlHasManyDocuments reports whether YAML text that parsed holds a
@@ -128,9 +157,17 @@ func yamlHasManyDocuments(text string) bool {
 	return false
 }
 
+// maxWholeDetailBytes caps a malformed annotation's problem text, which is
+// logged and sent in an event: the YAML decoder lists every duplicate key,
+// and an error may quote what the annotation holds.
+const maxWholeDetailBytes = 2 << 10
+
 // wholeProblem makes the one problem for a malformed annotation.
 func wholeProblem(errs []string) *ProbeProblem {
 	detail := strings.Join(errs, "; ")
+	if len(detail) > maxWholeDetailBytes {
+		detail = strings.ToValidUTF8(detail[:maxWholeDetailBytes], "") + " ..."
+	}
 	return &ProbeProblem{Detail: detail, FromAnnotation: true}
 }
 

@@ -52,6 +52,9 @@ func FuzzApproveReach(f *testing.F) {
 			}
 		}
 		b, _ := json.Marshal(out)
+		if len(b) > MaxAnnotationBytes {
+			return // as JSON, over the limit
+		}
 		re := pod.DeepCopy()
 		re.Annotations[ProbesAnnotation] = string(b)
 		if got, err := ApproveReach(re); err != nil || got != v {

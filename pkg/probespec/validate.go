@@ -4,9 +4,10 @@ package probespec
 // validateReadinessProbe, validateStartupProbe, validateProbe,
 // validateHandler and the per-handler checks in
 // k8s.io/kubernetes/pkg/apis/core/validation), written as tables of rules.
-// One addition: a named port must resolve against the container's ports.
-// The API leaves that to the kubelet, which then fails the probe on every
-// run; the contract makes it a validation error.
+// Two additions: a named port must resolve against the container's ports
+// (the API leaves that to the kubelet, which then fails the probe on every
+// run; the contract makes it a validation error), and an exec command is
+// bounded (limits.go).
 
 import (
 	"fmt"
@@ -156,7 +157,7 @@ func checkExec(h *v1.ProbeHandler, _ *v1.Container, path *field.Path) field.Erro
 	if len(h.Exec.Command) == 0 {
 		return field.ErrorList{field.Required(path.Child("command"), "")}
 	}
-	return nil
+	return checkExecSize(h.Exec.Command, path.Child("command"))
 }
 
 // httpSchemes are the schemes an httpGet probe may use; httpProtocols its

@@ -74,7 +74,7 @@ func TestUnapprovedReachIsNotRun(t *testing.T) {
 	msgs := e.rec.messages(ReasonInvalidProbe)
 	for _, want := range []string{
 		`container "app" readinessProbe: exec.command: Forbidden: changed after the pod was created without pods/exec approval`,
-		`container "app" startupProbe: httpGet.host: Forbidden: changed after the pod was created without pods/exec approval`,
+		`container "app" startupProbe: httpGet.host, httpGet.port, httpGet.path, httpGet.scheme: Forbidden: changed after the pod was created without pods/exec approval`,
 	} {
 		if !containsPrefix(msgs, want) {
 			t.Errorf("no InvalidProbe %q in %q", want, msgs)

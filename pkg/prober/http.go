@@ -29,8 +29,9 @@ import (
 //
 // What probed adds: the host policy, in the dialer and on redirects
 // (hostguard_dial.go); the opt-in response checks (HTTPCheck) and
-// keep-alive; and transport errors that do not quote the response
-// (withholdResponseBytes).
+// keep-alive; transport errors that do not quote the response
+// (withholdResponseBytes); and a redirect warning that quotes the body
+// only of the pod's own answer (redirectBodyWithheld).
 
 // httpProber runs httpGet probes.
 type httpProber struct {
@@ -105,8 +106,20 @@ func (p *httpProber) run(ctx context.Context, action *v1.HTTPGetAction, target T
 	t := p.transportFor(sc, h2c, target)
 	defer target.Session.releaseHTTP(t)
 	c := &http.Client{Timeout: timeout, Transport: t, CheckRedirect: sc.redirectPolicy}
-	return p.send(c, req, target.HTTPCheck)
+	res, out, err := p.send(c, req, target.HTTPCheck)
+	if res == Warning && action.Host != "" {
+		// A redirect to another host, answered by a host that is not the
+		// pod's own IP: its body is published where a body check could not
+		// read it (docs/security.md, "Body checks read only the pod's own
+		// answers").
+		out = redirectBodyWithheld
+	}
+	return res, out, err
 }
+
+// redirectBodyWithheld is a redirect warning's text, as the kubelet's, for
+// a probe with a host: the body is left out.
+const redirectBodyWithheld = "Probe terminated redirects, Response body: " + withheld
 
 // transportFor returns the Transport of one probe: the shared one, unless
 // the host policy binds the probe's dialer to its pod or the probe keeps

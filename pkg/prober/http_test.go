@@ -378,3 +378,49 @@ func TestHTTPCancelled(t *testing.T) {
 		t.Errorf("events = %v; want none", ev)
 	}
 }
+
+// TestRedirectBodyOnlyOfThePodsOwnAnswer (issue 30, item 3): a redirect to
+// another host ends the probe with the kubelet's warning, which quotes the
+// 3xx body. That body is published only where a body check could read it:
+// the pod's own answer, on its IP. A probe with a host (any host, the pod's
+// own IP written out too, under every policy) gets the text without it.
+func TestRedirectBodyOnlyOfThePodsOwnAnswer(t *testing.T) {
+	const body = "internal-token=s3cr3t"
+	_, ip, port := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Location", "http://192.0.2.1/elsewhere")
+		w.WriteHeader(http.StatusFound)
+		_, _ = w.Write([]byte(body))
+	}))
+	probe := func(host string) *v1.Probe {
+		return &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
+			Host: host, Path: "/", Port: intstr.FromInt32(int32(port))}}}
+	}
+	target := Target{PodIP: ip, PodIPs: []string{ip}}
+	for _, tc := range []struct {
+		name   string
+		policy HostPolicy
+		host   string
+		want   string
+	}{
+		{"the pod's IP: the kubelet's text", HostPolicyDenyNodeLocal, "", "Probe terminated redirects, Response body: " + body},
+		{"the pod's IP, under the kubelet policy", HostPolicyKubelet, "", "Probe terminated redirects, Response body: " + body},
+		{"a host, under the kubelet policy", HostPolicyKubelet, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+		{"the pod's IP as host", HostPolicyDenyNodeLocal, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{}
+			if tc.policy != HostPolicyKubelet {
+				opts.HostGuard = guardFor(tc.policy)
+			}
+			sink := &recordingSink{}
+			res, out, err := New(nil, opts).Probe(context.Background(), Readiness, probe(tc.host), target, sink)
+			if err != nil || res.String() != "Success" || out != tc.want {
+				t.Errorf("Probe = %v, %q, %v; want Success, %q", res, out, err, tc.want)
+			}
+			want := []event{{v1.EventTypeWarning, ReasonProbeWarning, "Readiness probe warning: " + tc.want}}
+			if got := sink.all(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("events %v; want %v", got, want)
+			}
+		})
+	}
+}

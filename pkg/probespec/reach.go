@@ -12,7 +12,8 @@ package probespec
 // of the annotation's text, so JSON or YAML, key order, white space and
 // escapes do not change it. What stays freely editable is cleared before
 // hashing: timing, thresholds, and where on the pod's own IP a network
-// probe goes. Everything else counts, including fields a newer k8s.io/api
+// probe goes, when it is read as the pod's own answer (clearFree).
+// Everything else counts, including fields a newer k8s.io/api
 // brings, until they are deliberately added to clearFree.
 
 import (
@@ -59,27 +60,49 @@ type probeReach struct {
 // clearFree zeroes, in a copy of the probe, what anyone who may patch the
 // pod may change: timing, thresholds, grace, and where on the pod's own IP
 // a network probe goes (path, scheme, protocol, port, the gRPC service and
-// mode). On a hostNetwork pod the pod's IP is the node's, where a port can
-// be any of the node's services, so the port counts as reach there.
-func clearFree(p *v1.Probe, hostNetwork bool) {
+// mode). Port, path and scheme are free only where the probe goes to the
+// pod's own IP and is read as the pod's own answer: not with a host, not
+// with a Host header (a proxy in the pod routes by it), not with a body
+// check (bodyCheck), whose pass or fail reads what the path answers. On a
+// hostNetwork pod the pod's IP is the node's, where a port can be any of
+// the node's services, so the port counts as reach there.
+func clearFree(p *v1.Probe, hostNetwork, bodyCheck bool) {
 	p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds = 0, 0, 0
 	p.SuccessThreshold, p.FailureThreshold = 0, 0
 	p.TerminationGracePeriodSeconds = nil
 	if h := p.HTTPGet; h != nil {
-		h.Path, h.Scheme, h.Protocol = "", "", nil
-		if !hostNetwork {
-			h.Port = intstr.IntOrString{}
+		h.Protocol = nil
+		if httpAimFree(h, bodyCheck) {
+			h.Path, h.Scheme = "", ""
+			if !hostNetwork {
+				h.Port = intstr.IntOrString{}
+			}
 		}
 	}
-	if t := p.TCPSocket; t != nil && !hostNetwork {
+	if t := p.TCPSocket; t != nil && t.Host == "" && !hostNetwork {
 		t.Port = intstr.IntOrString{}
 	}
 	if g := p.GRPC; g != nil {
+		// gRPC has no host: it always goes to the pod's IP.
 		g.Service, g.Mode = nil, nil
 		if !hostNetwork {
 			g.Port = 0
 		}
 	}
+}
+
+// httpAimFree reports whether an httpGet probe's path, scheme and port
+// (but on a hostNetwork pod) are free: it goes to the pod's own IP, with
+// no Host header, and checks no body.
+func httpAimFree(h *v1.HTTPGetAction, bodyCheck bool) bool {
+	return h.Host == "" && !hasHostHeader(h.HTTPHeaders) && !bodyCheck
+}
+
+// hasHostHeader reports whether headers set Host, which the request then
+// carries instead of the address it goes to (header names are
+// case-insensitive).
+func hasHostHeader(headers []v1.HTTPHeader) bool {
+	return slices.ContainsFunc(headers, func(h v1.HTTPHeader) bool { return strings.EqualFold(h.Name, "Host") })
 }
 
 // reachOf returns the reach of one annotation probe at key
@@ -89,7 +112,7 @@ func clearFree(p *v1.Probe, hostNetwork bool) {
 // read back through the condition).
 func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok bool) {
 	p := ap.Probe.DeepCopy()
-	clearFree(p, hostNetwork)
+	clearFree(p, hostNetwork, ap.ExpectBody != nil)
 	bare := &v1.Probe{}
 	if p.HTTPGet != nil {
 		bare.HTTPGet = &v1.HTTPGetAction{}
@@ -129,13 +152,16 @@ func reachFields(p *v1.Probe, body, hostNetwork bool) []string {
 	}
 	add(p.Exec != nil, "exec.command")
 	if h := p.HTTPGet; h != nil {
+		aimed := !httpAimFree(h, body)
 		add(h.Host != "", "httpGet.host")
-		add(hostNetwork, "httpGet.port")
+		add(hostNetwork || aimed, "httpGet.port")
+		add(aimed, "httpGet.path")
+		add(aimed, "httpGet.scheme")
 		add(len(h.HTTPHeaders) > 0, "httpGet.httpHeaders")
 	}
 	if t := p.TCPSocket; t != nil {
 		add(t.Host != "", "tcpSocket.host")
-		add(hostNetwork, "tcpSocket.port")
+		add(hostNetwork || t.Host != "", "tcpSocket.port")
 	}
 	add(p.GRPC != nil && hostNetwork, "grpc.port")
 	add(body, ExpectBodyField)

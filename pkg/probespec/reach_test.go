@@ -77,9 +77,13 @@ func TestApproveReachFreeAndReachingEdits(t *testing.T) {
 	free := []struct{ name, before, after string }{
 		{"exec timing", exec, `{"exec": {"command": ["cat", "/tmp/healthy"]}, "periodSeconds": 3, "timeoutSeconds": 9, "initialDelaySeconds": 4, "failureThreshold": 7, "successThreshold": 1, "terminationGracePeriodSeconds": 5}`},
 		{"exec millisecond timing", exec, `{"exec": {"command": ["cat", "/tmp/healthy"]}, "probed.io/periodMilliseconds": 500, "probed.io/timeoutMilliseconds": 200}`},
-		{"host probe's port, path and scheme", host, `{"httpGet": {"port": "http", "path": "/other", "scheme": "HTTPS", "host": "10.1.2.3"}}`},
 		{"host probe's status check and keep-alive", host, `{"httpGet": {"port": 80, "path": "/", "host": "10.1.2.3"}, "probed.io/expectStatus": [204], "probed.io/keepAlive": true}`},
-		{"tcp port", tcp, `{"tcpSocket": {"port": 9999, "host": "10.1.2.3"}}`},
+		{"host probe's timing", tcp, `{"tcpSocket": {"port": 80, "host": "10.1.2.3"}, "periodSeconds": 1}`},
+		{"port, path and scheme on the pod's IP, with headers other than Host",
+			`{"httpGet": {"port": 80, "path": "/", "httpHeaders": [{"name": "X-A", "value": "1"}]}}`,
+			`{"httpGet": {"port": 81, "path": "/x", "scheme": "HTTPS", "httpHeaders": [{"name": "X-A", "value": "1"}]}}`},
+		{"a body check's status check, protocol and timing", `{"httpGet": {"port": 80, "path": "/"}, "probed.io/expectBody": "^ok"}`,
+			`{"httpGet": {"port": 80, "path": "/", "protocol": "HTTP2"}, "probed.io/expectBody": "^ok", "probed.io/expectStatus": [200], "periodSeconds": 1}`},
 	}
 	for _, tc := range free {
 		if a, b := approve(t, annotationOf("app", "livenessProbe", tc.before)), approve(t, annotationOf("app", "livenessProbe", tc.after)); a != b {
@@ -107,6 +111,7 @@ func TestApproveReachFreeAndReachingEdits(t *testing.T) {
 		{"httpGet host to tcpSocket host", `{"httpGet": {"port": 80, "host": "h"}}`, `{"tcpSocket": {"port": 80, "host": "h"}}`},
 		{"tcp host", tcp, `{"tcpSocket": {"port": 80, "host": "10.9.9.9"}}`},
 	}
+	reaching = append(reaching, reAims...)
 	for _, tc := range reaching {
 		a := approvedEntries(t, approve(t, annotationOf("app", "livenessProbe", tc.before)))
 		b := approvedEntries(t, approve(t, annotationOf("app", "livenessProbe", tc.after)))
@@ -127,6 +132,61 @@ func TestApproveReachFreeAndReachingEdits(t *testing.T) {
 	retyped := approvedEntries(t, approve(t, annotationOf("app", "startupProbe", exec)))
 	if _, ok := moved["app/livenessProbe"]; ok || moved["web/livenessProbe"] == one["app/livenessProbe"] || retyped["app/startupProbe"] == one["app/livenessProbe"] {
 		t.Errorf("moved or retyped probes share a digest: %q %q %q", one, moved, retyped)
+	}
+}
+
+// reAims are edits that aim an approved probe elsewhere by its port, path
+// or scheme alone: free on the pod's own IP, reach where the probe goes to
+// a host, carries a Host header or checks the body (issue 30, item 3).
+var reAims = []struct{ name, before, after string }{
+	{"host probe to another service (the issue's)", `{"httpGet": {"host": "search.internal", "port": 8080}}`,
+		`{"httpGet": {"host": "search.internal", "port": 9200, "scheme": "HTTPS", "path": "/_security/user/elastic"}}`},
+	{"host probe's port", `{"httpGet": {"host": "search.internal", "port": 8080, "path": "/"}}`, `{"httpGet": {"host": "search.internal", "port": 9200, "path": "/"}}`},
+	{"host probe's path", `{"httpGet": {"host": "search.internal", "port": 8080, "path": "/"}}`, `{"httpGet": {"host": "search.internal", "port": 8080, "path": "/admin"}}`},
+	{"host probe's scheme", `{"httpGet": {"host": "search.internal", "port": 8080, "path": "/"}}`, `{"httpGet": {"host": "search.internal", "port": 8080, "path": "/", "scheme": "HTTPS"}}`},
+	{"Host header probe's port and path", `{"httpGet": {"port": 80, "path": "/", "httpHeaders": [{"name": "host", "value": "admin.internal"}]}}`,
+		`{"httpGet": {"port": 8443, "path": "/users", "scheme": "HTTPS", "httpHeaders": [{"name": "host", "value": "admin.internal"}]}}`},
+	{"tcp host probe to ssh (the issue's)", `{"tcpSocket": {"host": "db.internal", "port": 5432}}`, `{"tcpSocket": {"host": "db.internal", "port": 22}}`},
+	{"body check by path", `{"httpGet": {"port": 8080, "path": "/healthz"}, "probed.io/expectBody": "^ok$"}`,
+		`{"httpGet": {"port": 8080, "path": "/debug/vars"}, "probed.io/expectBody": "^ok$"}`},
+	{"body check by port", `{"httpGet": {"port": 8080, "path": "/healthz"}, "probed.io/expectBody": "^ok$"}`,
+		`{"httpGet": {"port": 9090, "path": "/healthz"}, "probed.io/expectBody": "^ok$"}`},
+	{"body check by scheme", `{"httpGet": {"port": 8080, "path": "/healthz"}, "probed.io/expectBody": "^ok$"}`,
+		`{"httpGet": {"port": 8080, "path": "/healthz", "scheme": "HTTPS"}, "probed.io/expectBody": "^ok$"}`},
+}
+
+// TestReAimingNeedsExec: each re-aim of reAims, made by a patch-only
+// editor of an approved pod, is refused by the webhook
+// (UnapprovedReachEdits) and by the daemon (CheckReach, with and without
+// --require-approved-reach), naming the fields that aim the probe.
+func TestReAimingNeedsExec(t *testing.T) {
+	for _, tc := range reAims {
+		t.Run(tc.name, func(t *testing.T) {
+			created := annotationOf("app", "readinessProbe", tc.before)
+			approval := approve(t, created)
+			old := withApproval(testPod(created), approval)
+			edited := withApproval(testPod(annotationOf("app", "readinessProbe", tc.after)), approval)
+			edits, err := UnapprovedReachEdits(old, edited)
+			if err != nil || len(edits) != 1 || !strings.Contains(edits[0].String(), "Forbidden: changing what a probe runs or where it connects needs create on pods/exec") {
+				t.Errorf("the webhook: %q, %v; want the edit refused", problemStrings(edits), err)
+			}
+			for _, require := range []bool{false, true} {
+				declared, problems := DeclaredProbes(edited, ProbeSourceAnnotation)
+				if len(problems) != 0 || len(declared) != 1 {
+					t.Fatalf("DeclaredProbes: %q", problemStrings(problems))
+				}
+				kept, problems := CheckReach(edited, declared, nil, require)
+				if len(kept) != 0 || len(problems) != 1 || !strings.Contains(problems[0].Field, ".port") ||
+					!strings.Contains(problems[0].Detail, "does not cover what this probe runs or where it connects") {
+					t.Errorf("the daemon (require %v): kept %v, problems %q", require, probeKeysOf(kept), problemStrings(problems))
+				}
+			}
+			// As created, the probe runs.
+			declared, _ := DeclaredProbes(old, ProbeSourceAnnotation)
+			if kept, problems := CheckReach(old, declared, nil, true); len(kept) != 1 || len(problems) != 0 {
+				t.Errorf("as created: kept %v, problems %q", probeKeysOf(kept), problemStrings(problems))
+			}
+		})
 	}
 }
 
@@ -211,7 +271,7 @@ func TestCheckReach(t *testing.T) {
 		{"as created", withApproval(testPod(created), approval), false, []string{"app/Liveness/ann", "app/Readiness/ann"}, nil},
 		{"edited", withApproval(testPod(edited), approval), false, []string{"app/Liveness/ann"}, []string{
 			`container "app" readinessProbe: exec.command: ` + changed,
-			`container "app" startupProbe: httpGet.host: ` + changed,
+			`container "app" startupProbe: httpGet.host, httpGet.port, httpGet.path, httpGet.scheme: ` + changed,
 		}},
 		{"no approval: the admission policy guards it", withApproval(testPod(edited), "-"), false, []string{"app/Liveness/ann", "app/Readiness/ann", "app/Startup/ann"}, nil},
 		{"no approval, required", withApproval(testPod(created), "-"), true, []string{"app/Readiness/ann"}, []string{
@@ -294,7 +354,7 @@ func TestUnapprovedReachEdits(t *testing.T) {
 		}(), nil},
 		{"narrowed", withApproval(testPod(`{"app": {"livenessProbe": {"tcpSocket": {"port": 80}}}}`), approval), nil},
 		{"no approval: the old probe is the reference", withApproval(testPod(`{"app": {"livenessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}}, "startupProbe": {"tcpSocket": {"port": 1, "host": "h"}}}}`), "-"), []string{
-			`container "app" startupProbe: tcpSocket.host: Forbidden: changing what a probe runs or where it connects needs create on pods/exec for this pod, as kubectl exec does`,
+			`container "app" startupProbe: tcpSocket.host, tcpSocket.port: Forbidden: changing what a probe runs or where it connects needs create on pods/exec for this pod, as kubectl exec does`,
 		}},
 		{"malformed approval approves nothing new", withApproval(testPod(`{"app": {"livenessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}}, "startupProbe": {"exec": {"command": ["x"]}}}}`), "v1,junk"), []string{
 			`container "app" startupProbe: exec.command: Forbidden: changing what a probe runs or where it connects needs create on pods/exec for this pod, as kubectl exec does`,
@@ -319,6 +379,8 @@ func TestUnapprovedReachEdits(t *testing.T) {
 // purpose: a field added to the decoder, or to k8s.io/api's Probe, counts
 // as reach until it is added here (and to clearFree).
 func TestReachClassifiesEveryField(t *testing.T) {
+	// Path, port and scheme are free only on the pod's own IP, with no
+	// host, Host header or body check (clearFree; TestReAimingNeedsExec).
 	free := map[string]bool{
 		"Probe.InitialDelaySeconds": true, "Probe.TimeoutSeconds": true, "Probe.PeriodSeconds": true,
 		"Probe.SuccessThreshold": true, "Probe.FailureThreshold": true, "Probe.TerminationGracePeriodSeconds": true,

@@ -251,7 +251,7 @@ func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
 
 // nodeLocal says why deny-node-local refuses a canonical address, or "":
 // the fixed rules (hostguard_table.go), the node's own addresses, and
-// either of those behind a NAT64 prefix.
+// either of those carried in an IPv6 address (NAT64, 6to4, ...).
 func (g *HostGuard) nodeLocal(a netip.Addr) string {
 	if r := fixedNodeLocal(a); r != "" {
 		return r
@@ -259,9 +259,9 @@ func (g *HostGuard) nodeLocal(a netip.Addr) string {
 	if (*g.node.Load())[a] {
 		return refusedNode
 	}
-	for _, v4 := range nat64Embedded(a) {
-		if r := g.nodeLocal(v4); r != "" {
-			return fmt.Sprintf("NAT64 for %s, which is %s", v4, r)
+	for _, v4 := range v4InV6(a) {
+		if r := g.nodeLocal(v4.addr); r != "" {
+			return fmt.Sprintf("%s %s, which is %s", v4.via, v4.addr, r)
 		}
 	}
 	return ""

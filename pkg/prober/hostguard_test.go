@@ -107,6 +107,23 @@ func TestHostGuardRules(t *testing.T) {
 		{"64:ff9b:1::7f00:1", "NAT64 for 127.0.0.1, which is loopback", notPod}, // /96
 		{"64:ff9b:1::a14:7", "NAT64 for 10.20.0.7, which is an address of this node", notPod},
 		{"64:ff9b:1::a83f:8110", "NAT64 for 168.63.129.16", notPod},
+		// Akamai (Linode) metadata over IPv6, and the IPv4 forms IPv6
+		// addresses carry besides NAT64 (issue 30, item 9b): 6to4,
+		// IPv4-compatible, IPv4-translated.
+		{"fd00:a9fe:a9fe::1", linkLoc, notPod},
+		{"::a9fe:a9fe", "IPv4-compatible form of 169.254.169.254, which is link-local/metadata", notPod},
+		{"::169.254.42.42", "IPv4-compatible form of 169.254.42.42", notPod},
+		{"::7f00:1", "IPv4-compatible form of 127.0.0.1, which is loopback", notPod},
+		{"::a14:7", "IPv4-compatible form of 10.20.0.7, which is an address of this node", notPod},
+		{"::a83f:8110", "IPv4-compatible form of 168.63.129.16", notPod},
+		{"::6464:64c8", "IPv4-compatible form of 100.100.100.200", notPod},
+		{"2002:a9fe:a9fe::", "6to4 for 169.254.169.254, which is link-local/metadata", notPod},
+		{"2002:a9fe:a9fe:1::1", "6to4 for 169.254.169.254", notPod},
+		{"2002:7f00:1::1", "6to4 for 127.0.0.1, which is loopback", notPod},
+		{"2002:a14:7::1", "6to4 for 10.20.0.7, which is an address of this node", notPod},
+		{"2002:a83f:8110::", "6to4 for 168.63.129.16", notPod},
+		{"::ffff:0:a9fe:a9fe", "IPv4-translated form of 169.254.169.254", notPod},
+		{"::ffff:0:7f00:1", "IPv4-translated form of 127.0.0.1, which is loopback", notPod},
 		// Unspecified addresses reach this node.
 		{"0.0.0.0", unspec, notPod},
 		{"::", unspec, notPod},
@@ -124,6 +141,10 @@ func TestHostGuardRules(t *testing.T) {
 		{"168.63.129.17", ok, notPod},
 		{"fd00:42::43", ok, notPod},
 		{"100.100.100.201", ok, notPod},
+		{"fd00:a9fe:a9fe::2", ok, notPod},
+		{"::808:808", ok, notPod},
+		{"2002:808:808::1", ok, notPod},
+		{"::ffff:0:808:808", ok, notPod},
 	}
 	check := func(t *testing.T, g *HostGuard, addr, want string) {
 		t.Helper()

@@ -57,7 +57,7 @@ func TestKubectlConventions(t *testing.T) {
 			t.Errorf("status --help lacks %q:\n%s", want, out)
 		}
 	}
-	for _, refused := range []string{"--as ", "--as-group", "--as-uid", "-v, --version"} {
+	for _, refused := range []string{"--as ", "--as-group", "--as-uid", "--as-user-extra", "-v, --version"} {
 		if strings.Contains(out, refused) {
 			t.Errorf("status --help offers %q", refused)
 		}
@@ -65,8 +65,10 @@ func TestKubectlConventions(t *testing.T) {
 	if code, out, errOut := runArgs(t, "-v=4", "--version"); code != 0 || !strings.HasPrefix(out, "kubectl-probed ") {
 		t.Errorf("-v=4 --version: code %d, %q %q", code, out, errOut)
 	}
-	if code, _, errOut := runArgs(t, "status", "a", "--as", "someone"); code != 1 || !strings.Contains(errOut, "unknown flag: --as") {
-		t.Errorf("--as: code %d, %q", code, errOut)
+	for _, as := range []string{"--as", "--as-user-extra"} {
+		if code, _, errOut := runArgs(t, "status", "a", as, "someone"); code != 1 || !strings.Contains(errOut, "unknown flag: "+as) {
+			t.Errorf("%s: code %d, %q", as, code, errOut)
+		}
 	}
 	if code, _, errOut := runArgs(t, "top", "-o", "xml"); code != 1 || !strings.Contains(errOut, "allowed formats are: ") {
 		t.Errorf("top -o xml: code %d, %q", code, errOut)

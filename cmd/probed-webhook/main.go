@@ -9,26 +9,27 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
 func main() {
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ExitOnError)
-	// component-base's logging flags, as probed's.
-	logging := logflags.Add(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	_ = fs.Parse(os.Args[1:])
+	fs, logging, showVersion := newFlagSet(o)
+	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
+		os.Exit(cliflags.Exit(err, fs, usage(fs), os.Stdout, os.Stderr))
+	}
 	if *showVersion {
 		fmt.Println(version.String("probed-webhook"))
 		return
@@ -49,4 +50,21 @@ func main() {
 		os.Exit(1)
 	}
 	klog.Flush()
+}
+
+// newFlagSet is the webhook's command line: component-base's logging
+// flags, as probed's, the options, and --version.
+func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
+	logging := logflags.Add(fs)
+	o.addFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	return fs, logging, showVersion
+}
+
+// usage is probed-webhook --help.
+func usage(fs *pflag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: probed-webhook [flags]\n\nprobed's adoption webhook (docs/webhook.md).\n\nFlags:\n%s", fs.FlagUsages())
+	}
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -47,7 +48,7 @@ type options struct {
 	ProbeHostPolicy prober.HostPolicy
 }
 
-func (o *options) addFlags(fs *flag.FlagSet) {
+func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the webhook's namespace, where its Secret is (default $POD_NAMESPACE); required")
 	fs.StringVar(&o.BindAddress, "bind-address", ":9443", "host:port the admission webhooks are served on (TLS)")

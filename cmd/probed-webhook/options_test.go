@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -15,7 +15,7 @@ import (
 func parsed(t *testing.T, args ...string) *options {
 	t.Helper()
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
 	o.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -55,8 +55,7 @@ func TestOptionsValidate(t *testing.T) {
 // An enum flag is parsed once, into its type: a bad value fails the parse.
 func TestHostPolicyParsedOnce(t *testing.T) {
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
 	o.addFlags(fs)
 	if err := fs.Parse([]string{"--probe-host-policy=open"}); err == nil || !strings.Contains(err.Error(), "probe-host-policy") {
 		t.Errorf("--probe-host-policy=open: %v, want a parse error naming the flag", err)

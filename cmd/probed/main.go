@@ -8,15 +8,17 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
@@ -26,8 +28,10 @@ func main() {
 		os.Exit(runSubcommand(os.Args[1], os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	o := &options{}
-	fs, logging, showVersion := newFlagSet(o, flag.ExitOnError)
-	_ = fs.Parse(os.Args[1:])
+	fs, logging, showVersion := newFlagSet(o)
+	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
+		os.Exit(cliflags.Exit(err, fs, usage(fs), os.Stdout, os.Stderr))
+	}
 	if *showVersion {
 		fmt.Println(version.String("probed"))
 		return
@@ -53,14 +57,17 @@ func main() {
 // newFlagSet is the daemon's command line: component-base's logging flags,
 // the options, and --version. The chart's values.schema.json is generated
 // from it (TestChartValuesSchema).
-func newFlagSet(o *options, h flag.ErrorHandling) (*flag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
-	fs := flag.NewFlagSet("probed", h)
+func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	fs := pflag.NewFlagSet("probed", pflag.ContinueOnError)
 	logging := logflags.Add(fs)
 	o.addFlags(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: probed [flags]          (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
 	return fs, logging, showVersion
+}
+
+// usage is probed --help.
+func usage(fs *pflag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: probed [flags]                     (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n       probed approved-reach [POD.yaml]  (see probed approved-reach --help)\n\nFlags:\n%s", fs.FlagUsages())
+	}
 }

@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,7 +27,7 @@ func main() {
 	o := &options{}
 	fs, logging, showVersion := newFlagSet(o)
 	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
-		os.Exit(cliflags.Exit(err, fs, usage(fs), os.Stdout, os.Stderr))
+		os.Exit(cliflags.Exit(err, fs, cliflags.Usage(fs, usageHeader), os.Stdout, os.Stderr))
 	}
 	if *showVersion {
 		fmt.Println(version.String("probed-webhook"))
@@ -55,16 +54,7 @@ func main() {
 // newFlagSet is the webhook's command line: component-base's logging
 // flags, as probed's, the options, and --version.
 func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
-	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
-	logging := logflags.Add(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	return fs, logging, showVersion
+	return cliflags.NewFlagSet("probed-webhook", o.addFlags)
 }
 
-// usage is probed-webhook --help.
-func usage(fs *pflag.FlagSet) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: probed-webhook [flags]\n\nprobed's adoption webhook (docs/webhook.md).\n\nFlags:\n%s", fs.FlagUsages())
-	}
-}
+const usageHeader = "Usage: probed-webhook [flags]\n\nprobed's adoption webhook (docs/webhook.md).\n"

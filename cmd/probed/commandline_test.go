@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/probed-dev/probed/internal/cliflags"
+	"github.com/probed-dev/probed/internal/cliflags/cliflagstest"
 	"github.com/probed-dev/probed/internal/selfexec"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
@@ -15,58 +16,37 @@ import (
 // never a silent misparse, for anything else.
 func TestCommandLine(t *testing.T) {
 	t.Setenv("NODE_NAME", "")
-	type parsed struct {
-		o         *options
-		verbosity uint32
-	}
-	for _, tc := range []struct {
-		name    string
-		args    []string
-		check   func(p parsed) bool
-		wantErr string // "" parses
-	}{
-		{name: "the issue's command line: a boolean's value apart from it",
-			args:    []string{"--liveness-action", "event-only", "--dry-run", "false", "--probe-source=spec"},
-			wantErr: `unexpected argument "false": a boolean flag takes its value after "=": --dry-run=false`},
-		{name: "the same, as it must be written",
-			args: []string{"--liveness-action", "event-only", "--dry-run=false", "--probe-source=spec"},
-			check: func(p parsed) bool {
-				return p.o.LivenessAction == livenessEventOnly && !p.o.DryRun && p.o.ProbeSource == probespec.ProbeSourceSpec
+	type parsed = cliflagstest.Parsed[options]
+	type c = cliflagstest.Case[parsed]
+	cliflagstest.Run(t, cliflagstest.Parser(newFlagSet), []c{
+		{Name: "the issue's command line: a boolean's value apart from it",
+			Args:    []string{"--liveness-action", "event-only", "--dry-run", "false", "--probe-source=spec"},
+			WantErr: `unexpected argument "false": a boolean flag takes its value after "=": --dry-run=false`},
+		{Name: "the same, as it must be written",
+			Args: []string{"--liveness-action", "event-only", "--dry-run=false", "--probe-source=spec"},
+			Check: func(p parsed) bool {
+				return p.Opts.LivenessAction == livenessEventOnly && !p.Opts.DryRun && p.Opts.ProbeSource == probespec.ProbeSourceSpec
 			}},
-		{name: "values as the next argument",
-			args: []string{"--node-name", "node-a", "--dry-run", "--probe-source", "both", "--status-resync", "30s", "--kube-api-qps", "5"},
-			check: func(p parsed) bool {
-				return p.o.NodeName == "node-a" && p.o.DryRun && p.o.ProbeSource == probespec.ProbeSourceBoth &&
-					p.o.StatusResync == 30*time.Second && p.o.KubeAPIQPS == 5
+		{Name: "values as the next argument",
+			Args: []string{"--node-name", "node-a", "--dry-run", "--probe-source", "both", "--status-resync", "30s", "--kube-api-qps", "5"},
+			Check: func(p parsed) bool {
+				return p.Opts.NodeName == "node-a" && p.Opts.DryRun && p.Opts.ProbeSource == probespec.ProbeSourceBoth &&
+					p.Opts.StatusResync == 30*time.Second && p.Opts.KubeAPIQPS == 5
 			}},
-		{name: "a boolean set false", args: []string{"--metrics-pod-uid-label=false"},
-			check: func(p parsed) bool { return !p.o.MetricsPodUIDLabel }},
-		{name: "-v=4", args: []string{"-v=4"}, check: func(p parsed) bool { return p.verbosity == 4 }},
-		{name: "-v 4", args: []string{"-v", "4"}, check: func(p parsed) bool { return p.verbosity == 4 }},
-		{name: "--v=4", args: []string{"--v=4"}, check: func(p parsed) bool { return p.verbosity == 4 }},
-		{name: "a stray argument", args: []string{"--node-name=node-a", "extra"}, wantErr: `unexpected argument "extra": probed takes flags only`},
-		{name: "a stray argument after a string flag's value", args: []string{"--node-name", "node-a", "false"}, wantErr: `unexpected argument "false": probed takes flags only`},
-		{name: "an unknown flag", args: []string{"--foo"}, wantErr: "unknown flag: --foo"},
-		{name: "a single-dash long flag", args: []string{"-node-name=node-a"}, wantErr: "unknown shorthand flag: 'n' in -node-name=node-a"},
-		{name: "a bad enum as the next argument", args: []string{"--status-mode", "bogus"}, wantErr: `invalid argument "bogus" for "--status-mode" flag`},
-		{name: "a value missing", args: []string{"--node-name"}, wantErr: "flag needs an argument: --node-name"},
-		{name: "--help", args: []string{"--help"}, wantErr: cliflags.ErrHelp.Error()},
-		{name: "-h", args: []string{"-h"}, wantErr: cliflags.ErrHelp.Error()},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := &options{}
-			fs, logging, _ := newFlagSet(o)
-			err := cliflags.Parse(fs, tc.args)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("%q: %v", tc.args, err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-				t.Fatalf("%q: error %v, want %q; parsed %+v", tc.args, err, tc.wantErr, o)
-			case tc.check != nil && !tc.check(parsed{o, uint32(logging.Verbosity)}):
-				t.Errorf("%q parsed into %+v, verbosity %d", tc.args, o, logging.Verbosity)
-			}
-		})
-	}
+		{Name: "a boolean set false", Args: []string{"--metrics-pod-uid-label=false"},
+			Check: func(p parsed) bool { return !p.Opts.MetricsPodUIDLabel }},
+		{Name: "-v=4", Args: []string{"-v=4"}, Check: func(p parsed) bool { return p.Verbosity == 4 }},
+		{Name: "-v 4", Args: []string{"-v", "4"}, Check: func(p parsed) bool { return p.Verbosity == 4 }},
+		{Name: "--v=4", Args: []string{"--v=4"}, Check: func(p parsed) bool { return p.Verbosity == 4 }},
+		{Name: "a stray argument", Args: []string{"--node-name=node-a", "extra"}, WantErr: `unexpected argument "extra": probed takes flags only`},
+		{Name: "a stray argument after a string flag's value", Args: []string{"--node-name", "node-a", "false"}, WantErr: `unexpected argument "false": probed takes flags only`},
+		{Name: "an unknown flag", Args: []string{"--foo"}, WantErr: "unknown flag: --foo"},
+		{Name: "a single-dash long flag", Args: []string{"-node-name=node-a"}, WantErr: "unknown shorthand flag: 'n' in -node-name=node-a"},
+		{Name: "a bad enum as the next argument", Args: []string{"--status-mode", "bogus"}, WantErr: `invalid argument "bogus" for "--status-mode" flag`},
+		{Name: "a value missing", Args: []string{"--node-name"}, WantErr: "flag needs an argument: --node-name"},
+		{Name: "--help", Args: []string{"--help"}, WantErr: cliflags.ErrHelp.Error()},
+		{Name: "-h", Args: []string{"-h"}, WantErr: cliflags.ErrHelp.Error()},
+	})
 }
 
 // --help is the usage, on stdout, exit 0; a mistake is one short error on

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,7 +29,7 @@ func main() {
 	o := &options{}
 	fs, logging, showVersion := newFlagSet(o)
 	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
-		os.Exit(cliflags.Exit(err, fs, usage(fs), os.Stdout, os.Stderr))
+		os.Exit(cliflags.Exit(err, fs, cliflags.Usage(fs, usageHeader), os.Stdout, os.Stderr))
 	}
 	if *showVersion {
 		fmt.Println(version.String("probed"))
@@ -58,16 +57,10 @@ func main() {
 // the options, and --version. The chart's values.schema.json is generated
 // from it (TestChartValuesSchema).
 func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
-	fs := pflag.NewFlagSet("probed", pflag.ContinueOnError)
-	logging := logflags.Add(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	return fs, logging, showVersion
+	return cliflags.NewFlagSet("probed", o.addFlags)
 }
 
-// usage is probed --help.
-func usage(fs *pflag.FlagSet) func(io.Writer) {
-	return func(w io.Writer) {
-		fmt.Fprintf(w, "Usage: probed [flags]                     (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n       probed approved-reach [POD.yaml]  (see probed approved-reach --help)\n\nFlags:\n%s", fs.FlagUsages())
-	}
-}
+const usageHeader = `Usage: probed [flags]                     (the daemon)
+       probed convert [flags] [file...]  (see probed convert --help)
+       probed approved-reach [POD.yaml]  (see probed approved-reach --help)
+`

@@ -13,7 +13,28 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/probed-dev/probed/internal/logflags"
 )
+
+// NewFlagSet is a daemon's command line: component-base's logging flags
+// (internal/logflags), the flags add registers, and --version. It returns
+// the logging configuration the flags fill and --version's value.
+func NewFlagSet(name string, add func(*pflag.FlagSet)) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	logging := logflags.Add(fs)
+	add(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	return fs, logging, showVersion
+}
+
+// Usage is --help: header, then "Flags:" and fs's flags.
+func Usage(fs *pflag.FlagSet, header string) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprintf(w, "%s\nFlags:\n%s", header, fs.FlagUsages())
+	}
+}
 
 // ErrHelp is what Parse returns for --help and -h.
 var ErrHelp = pflag.ErrHelp

@@ -39,6 +39,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative propagation", []string{"--namespace=n", "--ca-propagation=-1s"}, "--ca-propagation"},
 		{"zero grace", []string{"--namespace=n", "--gate-grace=0"}, "--gate-grace"},
 		{"the nodes' host policy", []string{"--namespace=n", "--probe-host-policy=pod-ips"}, ""},
+		{"a bad probed selector", []string{"--namespace=n", "--probed-selector=a b"}, "--probed-selector"},
+		{"no probed selector", []string{"--namespace=n", "--probed-selector="}, "--probed-selector"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parsed(t, tc.args...).validate()
@@ -80,5 +82,12 @@ func TestOptionsNames(t *testing.T) {
 	}
 	if o.CertValidity != 365*24*time.Hour || !o.ManageCerts {
 		t.Errorf("defaults changed: %+v", o)
+	}
+	// probed's pods: deploy/'s and the chart's, in the webhook's namespace by default.
+	if p := o.probedPods(); p.Namespace != "probed-system" || p.Selector.String() != "app.kubernetes.io/name=probed" {
+		t.Errorf("probed's pods: %v %v", p.Namespace, p.Selector)
+	}
+	if p := parsed(t, "--namespace=n", "--probed-namespace=elsewhere").probedPods(); p.Namespace != "elsewhere" {
+		t.Errorf("--probed-namespace: %q", p.Namespace)
 	}
 }

@@ -1,5 +1,6 @@
 // Command kubectl-probed is probed's kubectl plugin (`kubectl probed`):
 //
+//	kubectl probed status [TYPE/NAME…] [-l S] [-A]  who probes which pods
 //	kubectl probed status POD      each probe's state and last 10 results
 //	kubectl probed top [--node N]  the node's probes and what they cost
 //	kubectl probed convert [file…] move spec probes into probed's annotation

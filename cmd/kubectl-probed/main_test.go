@@ -42,7 +42,7 @@ func TestKubectlFlags(t *testing.T) {
 			t.Errorf("status --help lacks %s", f)
 		}
 	}
-	if !strings.Contains(out, "kubectl probed status POD") {
+	if !strings.Contains(out, "kubectl probed status [POD | TYPE/NAME...] [-l SELECTOR] [-A]") {
 		t.Errorf("usage does not say kubectl probed:\n%s", out)
 	}
 }
@@ -57,7 +57,7 @@ func TestKubectlConventions(t *testing.T) {
 			t.Errorf("status --help lacks %q:\n%s", want, out)
 		}
 	}
-	for _, refused := range []string{"--as ", "--as-group", "--as-uid", "-v, --version"} {
+	for _, refused := range []string{"--as ", "--as-group", "--as-uid", "--as-user-extra", "-v, --version"} {
 		if strings.Contains(out, refused) {
 			t.Errorf("status --help offers %q", refused)
 		}
@@ -65,8 +65,10 @@ func TestKubectlConventions(t *testing.T) {
 	if code, out, errOut := runArgs(t, "-v=4", "--version"); code != 0 || !strings.HasPrefix(out, "kubectl-probed ") {
 		t.Errorf("-v=4 --version: code %d, %q %q", code, out, errOut)
 	}
-	if code, _, errOut := runArgs(t, "status", "a", "--as", "someone"); code != 1 || !strings.Contains(errOut, "unknown flag: --as") {
-		t.Errorf("--as: code %d, %q", code, errOut)
+	for _, as := range []string{"--as", "--as-user-extra"} {
+		if code, _, errOut := runArgs(t, "status", "a", as, "someone"); code != 1 || !strings.Contains(errOut, "unknown flag: "+as) {
+			t.Errorf("%s: code %d, %q", as, code, errOut)
+		}
 	}
 	if code, _, errOut := runArgs(t, "top", "-o", "xml"); code != 1 || !strings.Contains(errOut, "allowed formats are: ") {
 		t.Errorf("top -o xml: code %d, %q", code, errOut)
@@ -74,7 +76,7 @@ func TestKubectlConventions(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"status"}, {"status", "a", "b"}, {"status", "a", "-o", "xml"}, {"top", "--interval", "0s"}, {"top", "--concurrency", "0"}, {"top", "--max-rows", "-1"}, {"nope"}} {
+	for _, args := range [][]string{{"status", "a", "-l", "app=web"}, {"status", "deploy/web", "-A"}, {"status", "a", "-o", "xml"}, {"status", "-o", "xml"}, {"top", "--interval", "0s"}, {"top", "--concurrency", "0"}, {"top", "--max-rows", "-1"}, {"nope"}} {
 		if code, _, errOut := runArgs(t, args...); code != 1 || !strings.HasPrefix(errOut, "error: ") {
 			t.Errorf("%q: code %d, stderr %q; want 1 and an error", args, code, errOut)
 		}
@@ -107,5 +109,31 @@ func TestConvertIsProbedConvert(t *testing.T) {
 	}
 	if !strings.Contains(got.String(), "probed.io/probes") || !strings.Contains(got.String(), "probed.io/ready") {
 		t.Errorf("not converted:\n%s", got.String())
+	}
+}
+
+// status shows one pod's probe history when it names one pod and nothing
+// else; anything else is the table of many.
+func TestStatusOnePod(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		s    statusOptions
+		want string // "" for the table
+	}{
+		{[]string{"web-1"}, statusOptions{}, "web-1"},
+		{[]string{"pod/web-1"}, statusOptions{}, "web-1"},
+		{[]string{"po/web-1"}, statusOptions{}, "web-1"},
+		{[]string{"pods/web-1"}, statusOptions{}, "web-1"},
+		{[]string{"deploy/web"}, statusOptions{}, ""},
+		{[]string{"pod/"}, statusOptions{}, ""},
+		{[]string{"web-1", "web-2"}, statusOptions{}, ""},
+		{nil, statusOptions{}, ""},
+		{nil, statusOptions{selector: "app=web"}, ""},
+		{nil, statusOptions{allNamespaces: true}, ""},
+	} {
+		name, ok := onePod(tc.args, tc.s)
+		if ok != (tc.want != "") || name != tc.want {
+			t.Errorf("onePod(%q, %+v) = %q, %v; want %q", tc.args, tc.s, name, ok, tc.want)
+		}
 	}
 }

@@ -74,8 +74,9 @@ probed-debug-reader (status) or probed-metrics-reader (top).`,
 	root.SetErr(s.ErrOut)
 	pf := root.PersistentFlags()
 	// probed authorizes the caller's own token and refuses impersonation
-	// (probedclient): do not offer --as, --as-group, --as-uid.
-	o.kube.Impersonate, o.kube.ImpersonateGroup, o.kube.ImpersonateUID = nil, nil, nil
+	// (probedclient): do not offer --as, --as-group, --as-uid,
+	// --as-user-extra.
+	o.kube.Impersonate, o.kube.ImpersonateGroup, o.kube.ImpersonateUID, o.kube.ImpersonateUserExtra = nil, nil, nil, nil
 	o.kube.AddFlags(pf)
 	// -v is klog's verbosity, as in kubectl (client-go logs its requests
 	// from -v=6); --version has no shorthand.

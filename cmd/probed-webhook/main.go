@@ -9,26 +9,26 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
 func main() {
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ExitOnError)
-	// component-base's logging flags, as probed's.
-	logging := logflags.Add(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	_ = fs.Parse(os.Args[1:])
+	fs, logging, showVersion := newFlagSet(o)
+	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
+		os.Exit(cliflags.Exit(err, fs, cliflags.Usage(fs, usageHeader), os.Stdout, os.Stderr))
+	}
 	if *showVersion {
 		fmt.Println(version.String("probed-webhook"))
 		return
@@ -50,3 +50,11 @@ func main() {
 	}
 	klog.Flush()
 }
+
+// newFlagSet is the webhook's command line: component-base's logging
+// flags, as probed's, the options, and --version.
+func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	return cliflags.NewFlagSet("probed-webhook", o.addFlags)
+}
+
+const usageHeader = "Usage: probed-webhook [flags]\n\nprobed's adoption webhook (docs/webhook.md).\n"

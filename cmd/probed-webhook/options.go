@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/probed-dev/probed/pkg/gatewatch"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -45,9 +48,14 @@ type options struct {
 	// ProbeHostPolicy is the nodes' --probe-host-policy: adoption leaves
 	// with the kubelet a probe whose host it refuses on every node.
 	ProbeHostPolicy prober.HostPolicy
+	// ProbedNamespace and ProbedSelector find probed's DaemonSet pods, for
+	// the gauge of gated pods on nodes without one; the namespace defaults
+	// to the webhook's own.
+	ProbedNamespace string
+	ProbedSelector  string
 }
 
-func (o *options) addFlags(fs *flag.FlagSet) {
+func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "the webhook's namespace, where its Secret is (default $POD_NAMESPACE); required")
 	fs.StringVar(&o.BindAddress, "bind-address", ":9443", "host:port the admission webhooks are served on (TLS)")
@@ -64,6 +72,8 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CAPropagation, "ca-propagation", 10*time.Second, "how long a new CA bundle must have been in the webhook configurations before a certificate it signed is served")
 	fs.StringVar(&o.ExcludedNamespaces, "excluded-namespaces", "kube-system", "comma-separated namespaces never adopted nor validated, whatever the configurations say (--namespace always is)")
 	fs.BoolVar(&o.GateMonitor, "gate-monitor", true, "watch every pod and export probed_webhook_pods_gate_unanswered: pods whose probed.io/ready gate has had no condition from probed for longer than --gate-grace")
+	fs.StringVar(&o.ProbedNamespace, "probed-namespace", "", "the namespace of probed's DaemonSet, for probed_webhook_pods_gated_without_probed (default: --namespace)")
+	fs.StringVar(&o.ProbedSelector, "probed-selector", "app.kubernetes.io/name=probed", "the labels of probed's DaemonSet pods, for probed_webhook_pods_gated_without_probed: gated pods on nodes where none is Running and Ready")
 	fs.DurationVar(&o.GateGrace, "gate-grace", 2*time.Minute, "how long after scheduling a pod with the probed.io/ready gate may go without a condition from probed before it counts as unanswered")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "address for /metrics (\"0\" disables it)")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve /metrics over TLS to callers the API server authenticates (TokenReview) and authorizes for get on /metrics (SubjectAccessReview); false serves plain HTTP to anyone, for development on loopback")
@@ -104,6 +114,9 @@ func (o *options) validate() error {
 		}
 	} else if o.CertDir == "" {
 		errs = append(errs, errors.New("--cert-dir is required with --manage-certs=false"))
+	}
+	if _, err := labels.Parse(o.ProbedSelector); err != nil || o.ProbedSelector == "" {
+		errs = append(errs, fmt.Errorf("--probed-selector %q: want a label selector: %v", o.ProbedSelector, err))
 	}
 	if o.GateGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--gate-grace %v must be positive", o.GateGrace))
@@ -147,4 +160,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// probedPods are probed's DaemonSet pods, as --probed-namespace and
+// --probed-selector say (validate has parsed the selector).
+func (o *options) probedPods() gatewatch.ProbedPods {
+	ns := o.ProbedNamespace
+	if ns == "" {
+		ns = o.Namespace
+	}
+	sel, _ := labels.Parse(o.ProbedSelector)
+	return gatewatch.ProbedPods{Namespace: ns, Selector: sel}
 }

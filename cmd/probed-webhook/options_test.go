@@ -1,12 +1,12 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -15,7 +15,7 @@ import (
 func parsed(t *testing.T, args ...string) *options {
 	t.Helper()
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
 	o.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -39,6 +39,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative propagation", []string{"--namespace=n", "--ca-propagation=-1s"}, "--ca-propagation"},
 		{"zero grace", []string{"--namespace=n", "--gate-grace=0"}, "--gate-grace"},
 		{"the nodes' host policy", []string{"--namespace=n", "--probe-host-policy=pod-ips"}, ""},
+		{"a bad probed selector", []string{"--namespace=n", "--probed-selector=a b"}, "--probed-selector"},
+		{"no probed selector", []string{"--namespace=n", "--probed-selector="}, "--probed-selector"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := parsed(t, tc.args...).validate()
@@ -55,8 +57,7 @@ func TestOptionsValidate(t *testing.T) {
 // An enum flag is parsed once, into its type: a bad value fails the parse.
 func TestHostPolicyParsedOnce(t *testing.T) {
 	o := &options{}
-	fs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
 	o.addFlags(fs)
 	if err := fs.Parse([]string{"--probe-host-policy=open"}); err == nil || !strings.Contains(err.Error(), "probe-host-policy") {
 		t.Errorf("--probe-host-policy=open: %v, want a parse error naming the flag", err)
@@ -81,5 +82,12 @@ func TestOptionsNames(t *testing.T) {
 	}
 	if o.CertValidity != 365*24*time.Hour || !o.ManageCerts {
 		t.Errorf("defaults changed: %+v", o)
+	}
+	// probed's pods: deploy/'s and the chart's, in the webhook's namespace by default.
+	if p := o.probedPods(); p.Namespace != "probed-system" || p.Selector.String() != "app.kubernetes.io/name=probed" {
+		t.Errorf("probed's pods: %v %v", p.Namespace, p.Selector)
+	}
+	if p := parsed(t, "--namespace=n", "--probed-namespace=elsewhere").probedPods(); p.Namespace != "elsewhere" {
+		t.Errorf("--probed-namespace: %q", p.Namespace)
 	}
 }

@@ -93,10 +93,11 @@ func run(ctx context.Context, o *options) error {
 	g.Go(func() error { return server.Start(ctx) })
 
 	if o.GateMonitor {
-		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(gatewatch.Strip))
+		probed := o.probedPods()
+		factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(gatewatch.Strip(probed)))
 		pods := factory.Core().V1().Pods()
 		informer := pods.Informer()
-		reg.MustRegister(gatewatch.New(gatewatch.Options{Pods: pods.Lister(), Synced: informer.HasSynced, Clock: clock.RealClock{}, Grace: o.GateGrace}))
+		reg.MustRegister(gatewatch.New(gatewatch.Options{Pods: pods.Lister(), Synced: informer.HasSynced, Clock: clock.RealClock{}, Grace: o.GateGrace, Probed: probed}))
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/probed-dev/probed/internal/chartschema"
@@ -24,9 +25,9 @@ const (
 )
 
 // chartFlags describes probed's own flag set, as main builds it.
-func chartFlags(t *testing.T) (*flag.FlagSet, map[string]any) {
+func chartFlags(t *testing.T) (*pflag.FlagSet, map[string]any) {
 	t.Helper()
-	fs, _, _ := newFlagSet(&options{}, flag.ContinueOnError)
+	fs, _, _ := newFlagSet(&options{})
 	props, err := flagschema.Properties(fs, "version")
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func chartFlags(t *testing.T) (*flag.FlagSet, map[string]any) {
 func TestChartValuesSchema(t *testing.T) {
 	_, props := chartFlags(t)
 	// The webhook registers its logging flags with logflags.Add too.
-	wfs := flag.NewFlagSet("probed-webhook", flag.ContinueOnError)
+	wfs := pflag.NewFlagSet("probed-webhook", pflag.ContinueOnError)
 	logflags.Add(wfs)
 	v, err := flagschema.Of(wfs.Lookup("v").Value)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestChartValuesListEveryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Name == "version" {
 			return
 		}

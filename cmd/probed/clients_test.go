@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,10 +150,7 @@ func TestAuthReviewLimits(t *testing.T) {
 		t.Errorf("the status client's config changed: %v %q", cfg.QPS, cfg.UserAgent)
 	}
 	// The flag refuses it when parsed; validate refuses it in options built otherwise.
-	fs := flag.NewFlagSet("probed", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	(&options{}).addFlags(fs)
-	if err := fs.Parse([]string{"--auth-review-burst=0"}); err == nil || !strings.Contains(err.Error(), "must be at least 1") {
+	if err := parseError("--auth-review-burst=0"); err == nil || !strings.Contains(err.Error(), "must be at least 1") {
 		t.Errorf("--auth-review-burst=0 parsed: %v", err)
 	}
 	o.AuthReviewBurst = 0

@@ -8,15 +8,16 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/internal/logflags"
 	"github.com/probed-dev/probed/pkg/version"
 )
@@ -26,8 +27,10 @@ func main() {
 		os.Exit(runSubcommand(os.Args[1], os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	o := &options{}
-	fs, logging, showVersion := newFlagSet(o, flag.ExitOnError)
-	_ = fs.Parse(os.Args[1:])
+	fs, logging, showVersion := newFlagSet(o)
+	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
+		os.Exit(cliflags.Exit(err, fs, cliflags.Usage(fs, usageHeader), os.Stdout, os.Stderr))
+	}
 	if *showVersion {
 		fmt.Println(version.String("probed"))
 		return
@@ -53,14 +56,11 @@ func main() {
 // newFlagSet is the daemon's command line: component-base's logging flags,
 // the options, and --version. The chart's values.schema.json is generated
 // from it (TestChartValuesSchema).
-func newFlagSet(o *options, h flag.ErrorHandling) (*flag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
-	fs := flag.NewFlagSet("probed", h)
-	logging := logflags.Add(fs)
-	o.addFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: probed [flags]          (the daemon)\n       probed convert [flags] [file...]  (see probed convert --help)\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	return fs, logging, showVersion
+func newFlagSet(o *options) (*pflag.FlagSet, *logsapi.LoggingConfiguration, *bool) {
+	return cliflags.NewFlagSet("probed", o.addFlags)
 }
+
+const usageHeader = `Usage: probed [flags]                     (the daemon)
+       probed convert [flags] [file...]  (see probed convert --help)
+       probed approved-reach [POD.yaml]  (see probed approved-reach --help)
+`

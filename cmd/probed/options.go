@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/cri"
@@ -88,7 +89,7 @@ type options struct {
 	ProbeReachPolicy string
 }
 
-func (o *options) addFlags(fs *flag.FlagSet) {
+func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/cri"
@@ -17,7 +16,7 @@ import (
 func parse(t *testing.T, args ...string) *options {
 	t.Helper()
 	o := &options{}
-	fs := flag.NewFlagSet("probed", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("probed", pflag.ContinueOnError)
 	o.addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -68,8 +67,7 @@ func TestOptionValidation(t *testing.T) {
 
 // parseError parses args and returns the parse error.
 func parseError(args ...string) error {
-	fs := flag.NewFlagSet("probed", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := pflag.NewFlagSet("probed", pflag.ContinueOnError)
 	(&options{}).addFlags(fs)
 	return fs.Parse(args)
 }

@@ -1,13 +1,13 @@
 package flagschema
 
 import (
-	"flag"
-	"io"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // The duration patterns accept what time.ParseDuration accepts (and, for
@@ -34,8 +34,8 @@ func TestTypedValues(t *testing.T) {
 		f float64
 		d time.Duration
 	)
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	fs.Usage = func() {}
 	EnumVar(fs, &e, "enum", "a", "an enum", "a", "b")
 	IntVar(fs, &i, "int", 10, 1, "at least 1")
 	PositiveFloatVar(fs, &f, "float", 20, "above 0")
@@ -54,12 +54,12 @@ func TestTypedValues(t *testing.T) {
 	if e != "b" || i != 1 || f != 0.5 || d != time.Millisecond {
 		t.Errorf("parsed: %q %d %v %v", e, i, f, d)
 	}
-	// flag.PrintDefaults makes zero values of each type: no panic.
-	var help strings.Builder
-	fs.SetOutput(&help)
-	fs.PrintDefaults()
-	if strings.Contains(help.String(), "panic") {
-		t.Errorf("PrintDefaults:\n%s", help.String())
+	// The help names each flag with its type.
+	help := fs.FlagUsages()
+	for _, want := range []string{"--enum string", "--int int", "--float float", "--dur duration"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
 	}
 }
 
@@ -74,7 +74,7 @@ func TestProperties(t *testing.T) {
 		f, fp   float64
 		dur, dp time.Duration
 	)
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	fs.StringVar(&s, "s", "", "a string")
 	fs.BoolVar(&b, "b", false, "a bool")
 	fs.IntVar(&i, "i", 0, "an int")
@@ -121,3 +121,6 @@ type unknownValue struct{}
 
 func (unknownValue) String() string   { return "" }
 func (unknownValue) Set(string) error { return nil }
+
+// Type says "string", as any value may: Of goes by its Go type, not this.
+func (unknownValue) Type() string { return "string" }

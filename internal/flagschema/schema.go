@@ -1,10 +1,11 @@
 package flagschema
 
 import (
-	"flag"
 	"fmt"
 	"reflect"
 	"slices"
+
+	"github.com/spf13/pflag"
 )
 
 // Go duration syntax (time.ParseDuration), as a JSON Schema pattern: a
@@ -27,10 +28,10 @@ const (
 // are the flags' usage. A flag whose value type it does not know is an
 // error: give that value a JSONSchema method (Describer) or an Allowed
 // method (Enum).
-func Properties(fs *flag.FlagSet, skip ...string) (map[string]any, error) {
+func Properties(fs *pflag.FlagSet, skip ...string) (map[string]any, error) {
 	props := map[string]any{}
 	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if slices.Contains(skip, f.Name) {
 			return
 		}
@@ -51,26 +52,27 @@ func Properties(fs *flag.FlagSet, skip ...string) (map[string]any, error) {
 
 // Of is the JSON Schema of what v accepts: its own (Describer, Enum), or
 // that of the standard library's flag types.
-func Of(v flag.Value) (map[string]any, error) {
+func Of(v pflag.Value) (map[string]any, error) {
 	if d, ok := v.(Describer); ok {
 		return clone(d.JSONSchema()), nil
 	}
 	if e, ok := v.(Enum); ok {
 		return map[string]any{"type": "string", "enum": e.Allowed()}, nil
 	}
-	// The flag package's own values are unexported: know them by type.
+	// pflag's own values are unexported: know them by type, not by what
+	// their Type method says, which any value may claim.
 	switch t := reflect.TypeOf(v).String(); t {
-	case "*flag.boolValue":
+	case "*pflag.boolValue":
 		return map[string]any{"type": "boolean"}, nil
-	case "*flag.intValue", "*flag.int64Value":
+	case "*pflag.intValue", "*pflag.int64Value":
 		return map[string]any{"type": "integer"}, nil
-	case "*flag.uintValue", "*flag.uint64Value":
+	case "*pflag.uintValue", "*pflag.uint64Value":
 		return map[string]any{"type": "integer", "minimum": 0}, nil
-	case "*flag.float64Value":
+	case "*pflag.float64Value":
 		return Number(false), nil
-	case "*flag.durationValue":
+	case "*pflag.durationValue":
 		return map[string]any{"type": "string", "pattern": DurationPattern}, nil
-	case "*flag.stringValue":
+	case "*pflag.stringValue":
 		return map[string]any{"type": "string"}, nil
 	default:
 		return nil, fmt.Errorf("value type %s is unknown to flagschema: give it a JSONSchema() map[string]any method, or Allowed() []string for an enum", t)

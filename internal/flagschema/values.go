@@ -6,11 +6,12 @@
 package flagschema
 
 import (
-	"flag"
 	"fmt"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // Describer is a flag value that describes what it accepts as a JSON
@@ -33,7 +34,7 @@ type enumValue[T ~string] struct {
 }
 
 // EnumVar defines a string flag that must be one of allowed.
-func EnumVar[T ~string](fs *flag.FlagSet, p *T, name string, value T, usage string, allowed ...T) {
+func EnumVar[T ~string](fs *pflag.FlagSet, p *T, name string, value T, usage string, allowed ...T) {
 	*p = value
 	fs.Var(&enumValue[T]{p: p, allowed: allowed}, name, usage)
 }
@@ -53,7 +54,7 @@ func (v *enumValue[T]) Set(s string) error {
 	return nil
 }
 
-// Type names the value in pflag's help.
+// Type implements pflag.Value.
 func (v *enumValue[T]) Type() string { return "string" }
 
 // Allowed implements Enum.
@@ -72,7 +73,7 @@ type intValue struct {
 }
 
 // IntVar defines an int flag that refuses values below min.
-func IntVar(fs *flag.FlagSet, p *int, name string, value, min int, usage string) {
+func IntVar(fs *pflag.FlagSet, p *int, name string, value, min int, usage string) {
 	*p = value
 	fs.Var(&intValue{p: p, min: min}, name, usage)
 }
@@ -96,7 +97,7 @@ func (v *intValue) Set(s string) error {
 	return nil
 }
 
-// Type names the value in pflag's help.
+// Type implements pflag.Value.
 func (v *intValue) Type() string { return "int" }
 
 // JSONSchema implements Describer.
@@ -108,7 +109,7 @@ func (v *intValue) JSONSchema() map[string]any {
 type positiveFloat struct{ p *float64 }
 
 // PositiveFloatVar defines a float64 flag that refuses zero and below.
-func PositiveFloatVar(fs *flag.FlagSet, p *float64, name string, value float64, usage string) {
+func PositiveFloatVar(fs *pflag.FlagSet, p *float64, name string, value float64, usage string) {
 	*p = value
 	fs.Var(&positiveFloat{p: p}, name, usage)
 }
@@ -132,7 +133,7 @@ func (v *positiveFloat) Set(s string) error {
 	return nil
 }
 
-// Type names the value in pflag's help.
+// Type implements pflag.Value.
 func (v *positiveFloat) Type() string { return "float64" }
 
 // JSONSchema implements Describer.
@@ -144,7 +145,7 @@ func (v *positiveFloat) JSONSchema() map[string]any {
 type positiveDuration struct{ p *time.Duration }
 
 // PositiveDurationVar defines a duration flag that refuses zero and below.
-func PositiveDurationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+func PositiveDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(&positiveDuration{p: p}, name, usage)
 }
@@ -168,7 +169,7 @@ func (v *positiveDuration) Set(s string) error {
 	return nil
 }
 
-// Type names the value in pflag's help.
+// Type implements pflag.Value.
 func (v *positiveDuration) Type() string { return "duration" }
 
 // JSONSchema implements Describer.
@@ -179,14 +180,14 @@ func (v *positiveDuration) JSONSchema() map[string]any {
 // Described gives a flag value from elsewhere (component-base's, say) a
 // schema of its own.
 type Described struct {
-	flag.Value
+	pflag.Value
 	Schema map[string]any
 }
 
 // JSONSchema implements Describer.
 func (d Described) JSONSchema() map[string]any { return d.Schema }
 
-// String is safe on the zero value, which flag.PrintDefaults makes.
+// String is safe on the zero value.
 func (d Described) String() string {
 	if d.Value == nil {
 		return ""

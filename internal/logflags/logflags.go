@@ -1,4 +1,4 @@
-// Package logflags registers component-base's logging flags (-v, --vmodule,
+// Package logflags registers component-base's logging flags (-v/--v, --vmodule,
 // --logging-format, --log-flush-frequency) as probed's binaries offer them:
 // only those that work without a feature gate, each typed for the chart's
 // schema. component-base's [Alpha] options (split streams, info buffers) are
@@ -10,9 +10,9 @@
 package logflags
 
 import (
-	"flag"
 	"strings"
 
+	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	// Registers --logging-format=json.
 	_ "k8s.io/component-base/logs/json/register"
@@ -26,24 +26,25 @@ var Formats = []string{logsapi.DefaultLogFormat, logsapi.JSONLogFormat}
 
 // Add registers the logging flags on fs and returns the configuration they
 // fill; pass it to Apply once the flags are parsed.
-func Add(fs *flag.FlagSet) *logsapi.LoggingConfiguration {
+// -v keeps component-base's shorthand: -v=4, -v 4 and --v=4 alike.
+func Add(fs *pflag.FlagSet) *logsapi.LoggingConfiguration {
 	c := logsapi.NewLoggingConfiguration()
-	all := flag.NewFlagSet("logging", flag.ContinueOnError)
-	logsapi.AddGoFlags(c, all)
-	all.VisitAll(func(f *flag.Flag) {
+	all := pflag.NewFlagSet("logging", pflag.ContinueOnError)
+	logsapi.AddFlags(c, all)
+	all.VisitAll(func(f *pflag.Flag) {
 		switch {
 		case strings.HasPrefix(f.Usage, "[Alpha]"):
 			// Needs a feature gate probed does not offer.
 		case f.Name == "logging-format":
 			flagschema.EnumVar(fs, &c.Format, f.Name, c.Format, f.Usage, Formats...)
 		case f.Name == "v":
-			fs.Var(flagschema.Described{Value: f.Value, Schema: map[string]any{
-				"type": "integer", "minimum": 0, "maximum": 1<<31 - 1}}, f.Name, f.Usage)
+			fs.VarP(flagschema.Described{Value: f.Value, Schema: map[string]any{
+				"type": "integer", "minimum": 0, "maximum": 1<<31 - 1}}, f.Name, f.Shorthand, f.Usage)
 		case f.Name == "vmodule":
 			fs.Var(flagschema.Described{Value: f.Value, Schema: map[string]any{
 				"type": "string", "pattern": `^([^,=]+=[0-9]+(,[^,=]+=[0-9]+)*)?$`}}, f.Name, f.Usage)
 		default:
-			fs.Var(f.Value, f.Name, f.Usage)
+			fs.AddFlag(f)
 		}
 	})
 	return c

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/probed-dev/probed/internal/flagschema"
@@ -17,10 +18,10 @@ import (
 // default one; --vmodule works with the text format only.
 func TestEveryOfferedFlagWorks(t *testing.T) {
 	samples := map[string]string{"v": "4", "vmodule": "worker=5,manager=3", "logging-format": "text", "log-flush-frequency": "2s"}
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	c := Add(fs)
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	for _, n := range names {
 		if _, ok := samples[n]; !ok {
 			t.Errorf("--%s is offered, and this test has no value for it: add one", n)
@@ -43,7 +44,7 @@ func TestEveryOfferedFlagWorks(t *testing.T) {
 		t.Errorf("parsed into %+v", c)
 	}
 	for _, format := range Formats {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 		c := Add(fs)
 		if err := fs.Parse([]string{"--logging-format=" + format, "--v=3"}); err != nil {
 			t.Fatal(err)
@@ -52,7 +53,6 @@ func TestEveryOfferedFlagWorks(t *testing.T) {
 			t.Errorf("--logging-format=%s: %v", format, errs.ToAggregate())
 		}
 	}
-	fs.SetOutput(io.Discard)
 	if err := fs.Parse([]string{"--logging-format=xml"}); err == nil {
 		t.Error("--logging-format=xml accepted")
 	}
@@ -61,7 +61,7 @@ func TestEveryOfferedFlagWorks(t *testing.T) {
 // --vmodule with --logging-format=json stops the binary: the chart's schema
 // refuses the pair (see VModuleNeedsText).
 func TestVModuleNeedsText(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	c := Add(fs)
 	if err := fs.Parse([]string{"--logging-format=json", "--vmodule=worker=5"}); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestAlphaFlagsLeftOutFail(t *testing.T) {
 	all := flag.NewFlagSet("all", flag.ContinueOnError)
 	all.SetOutput(io.Discard)
 	logsapi.AddGoFlags(logsapi.NewLoggingConfiguration(), all)
-	offered := flag.NewFlagSet("x", flag.ContinueOnError)
+	offered := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	Add(offered)
 	n := 0
 	all.VisitAll(func(f *flag.Flag) {
@@ -107,7 +107,7 @@ func TestAlphaFlagsLeftOutFail(t *testing.T) {
 
 // Each offered flag has a schema.
 func TestSchema(t *testing.T) {
-	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	Add(fs)
 	props, err := flagschema.Properties(fs)
 	if err != nil {
@@ -115,5 +115,17 @@ func TestSchema(t *testing.T) {
 	}
 	if len(props) != 4 {
 		t.Errorf("%d flags described: %v", len(props), props)
+	}
+}
+
+// -v is klog's verbosity as in every Kubernetes component: -v=4, -v 4 and
+// --v=4 set the same level.
+func TestVerbositySpellings(t *testing.T) {
+	for _, args := range [][]string{{"-v=4"}, {"-v", "4"}, {"--v=4"}, {"--v", "4"}, {"-v4"}} {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		c := Add(fs)
+		if err := fs.Parse(args); err != nil || c.Verbosity != 4 || fs.NArg() != 0 {
+			t.Errorf("%q: verbosity %d, error %v, left %q; want 4", args, c.Verbosity, err, fs.Args())
+		}
 	}
 }

@@ -2,8 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/pflag"
+
+	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -45,18 +46,16 @@ type input struct {
 
 // Run runs the command with its arguments and returns the exit code.
 func (c Command) Run(args []string) int {
-	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-	fs.SetOutput(c.Stderr)
+	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
 	check := fs.Bool("check", false, "write nothing; list on stderr what would change and exit 1 if anything would (for CI)")
-	var write bool
-	fs.BoolVar(&write, "w", false, "write the converted manifests back to the named files instead of stdout")
-	fs.BoolVar(&write, "write", false, "same as -w")
+	write := fs.BoolP("write", "w", false, "write the converted manifests back to the named files instead of stdout")
 	var verbosity level
-	fs.Var(&verbosity, "v", "log level, as kubectl's -v: 1 or more (or a bare -v) also reports the pod templates with nothing to do on stderr")
+	fs.VarP(&verbosity, "v", "v", "log level, as kubectl's -v: 1 or more (or a bare -v) also reports the pod templates with nothing to do on stderr")
+	fs.Lookup("v").NoOptDefVal = "1"
 	hostPolicy := prober.HostPolicyDenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
-	fs.Usage = func() {
-		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
@@ -74,17 +73,13 @@ Reads stdin when no file is named (or the file is "-"), writes stdout.
   %[1]s < deploy.yaml > deploy.probed.yaml
 
 Flags:
-`, c.Name)
-		fs.PrintDefaults()
+%[2]s`, c.Name, fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitError
+	if err := cliflags.ParseWithArgs(fs, args); err != nil {
+		return cliflags.Exit(err, fs, usage, c.Stdout, c.Stderr)
 	}
 	files := fs.Args()
-	if write && (len(files) == 0 || slices.Contains(files, "-")) {
+	if *write && (len(files) == 0 || slices.Contains(files, "-")) {
 		fmt.Fprintf(c.Stderr, "%s: -w needs file names (it cannot write back to stdin)\n", c.Name)
 		return ExitError
 	}
@@ -119,7 +114,7 @@ Flags:
 			return ExitChanged
 		}
 		return ExitOK
-	case write:
+	case *write:
 		for _, in := range inputs {
 			if !bytes.Equal(in.src, in.res.Output) {
 				if err := writeFile(in.name, in.res.Output, in.mode); err != nil {
@@ -248,14 +243,6 @@ type level int
 func (l *level) String() string { return strconv.Itoa(int(*l)) }
 
 func (l *level) Set(s string) error {
-	switch s {
-	case "true":
-		*l = 1
-		return nil
-	case "false":
-		*l = 0
-		return nil
-	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
 		return fmt.Errorf("want a level, 0 or more: %q", s)
@@ -264,5 +251,5 @@ func (l *level) Set(s string) error {
 	return nil
 }
 
-// IsBoolFlag lets -v stand alone.
-func (l *level) IsBoolFlag() bool { return true }
+// Type implements pflag.Value.
+func (l *level) Type() string { return "int" }

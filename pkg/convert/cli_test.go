@@ -131,11 +131,37 @@ func TestCommandFiles(t *testing.T) {
 	if code, _, errs := runCommand(t, "", "-w"); code != ExitError || !strings.Contains(errs, "-w needs file names") {
 		t.Errorf("-w without files: exit %d, stderr %q", code, errs)
 	}
-	if code, _, _ := runCommand(t, "", "--bogus"); code != ExitError {
-		t.Errorf("unknown flag: exit %d", code)
+}
+
+// convert's flags are spelled as the other commands' (pflag, double
+// dashes, -w and -v as shorthands); --help is on stdout; a bad flag is a
+// short error, not the usage.
+func TestCommandFlags(t *testing.T) {
+	code, out, errs := runCommand(t, "", "--help")
+	if code != ExitOK || errs != "" || !strings.Contains(out, "probed convert < deploy.yaml") {
+		t.Errorf("--help: exit %d, stderr %q, stdout %q", code, errs, out)
 	}
-	if code, _, errs := runCommand(t, "", "--help"); code != ExitOK || !strings.Contains(errs, "probed convert < deploy.yaml") {
-		t.Errorf("--help: exit %d, stderr %q", code, errs)
+	for _, want := range []string{"      --check ", "  -w, --write ", "  -v, --v int[=1] ", "      --probe-host-policy hostPolicy "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help lacks %q:\n%s", want, out)
+		}
+	}
+	for args, want := range map[string]string{
+		"--bogus": "error: unknown flag: --bogus\nRun 'probed convert --help' for usage.\n",
+		"-check":  "error: unknown shorthand flag: 'c' in -check\nRun 'probed convert --help' for usage.\n",
+	} {
+		if code, out, errs := runCommand(t, "", args); code != ExitError || out != "" || errs != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want %q", args, code, out, errs, want)
+		}
+	}
+	dir := t.TempDir()
+	f := filepath.Join(dir, "pod.yaml")
+	in := readTestdata(t, "left-alone.in.yaml")
+	if err := os.WriteFile(f, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCommand(t, "", "--write", "--check", f); code != ExitOK {
+		t.Errorf("--write --check: exit %d, %q", code, errs)
 	}
 }
 

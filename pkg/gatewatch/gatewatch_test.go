@@ -117,7 +117,7 @@ func TestStrip(t *testing.T) {
 	p.Labels = map[string]string{"x": "y"}
 	p.Spec.Containers = []v1.Container{{Name: "c", Image: "i"}}
 	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Message: "long"})
-	out, err := Strip(p)
+	out, err := Strip(ProbedPods{})(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +127,71 @@ func TestStrip(t *testing.T) {
 	}
 	clk := t0.Add(time.Hour)
 	for _, pod := range []*v1.Pod{gated("a", "p", "n"), gated("a", "p", "n", "started.probed.io/c")} {
-		stripped, _ := Strip(pod)
+		stripped, _ := Strip(ProbedPods{})(pod)
 		if Unanswered(stripped.(*v1.Pod), clk, time.Minute) != Unanswered(pod, clk, time.Minute) {
 			t.Errorf("stripping changed the verdict on %+v", pod.Status.Conditions)
 		}
 	}
-	if tomb, _ := Strip("tombstone"); tomb != "tombstone" {
+	if tomb, _ := Strip(ProbedPods{})("tombstone"); tomb != "tombstone" {
 		t.Error("a non-pod was changed")
+	}
+}
+
+// probedOn is a pod of probed's DaemonSet on node.
+func probedOn(node string, phase v1.PodPhase, ready v1.ConditionStatus) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "probed-system", Name: "probed-" + node, Labels: map[string]string{"app.kubernetes.io/name": "probed", "pod-template-hash": "x"}},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "probed", Image: "probed"}}},
+		Status:     v1.PodStatus{Phase: phase, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: ready, Message: "m"}}},
+	}
+}
+
+// Gated pods, answered or not, on a node where no probed pod runs Ready
+// are counted by namespace and node; on a node where one does, none are.
+// The gauge is read from a cache that went through Strip.
+func TestGatedWithoutProbed(t *testing.T) {
+	probed := ProbedPods{Namespace: "probed-system", Selector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/name": "probed"})}
+	elsewhere := probedOn("n4", v1.PodRunning, v1.ConditionTrue)
+	elsewhere.Namespace = "other" // not probed's namespace
+	deleting := probedOn("n5", v1.PodRunning, v1.ConditionTrue)
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	ungated := gated("a", "x", "n2")
+	ungated.Spec.ReadinessGates = nil
+	var cache pods
+	for _, p := range []*v1.Pod{
+		probedOn("n1", v1.PodRunning, v1.ConditionTrue),
+		probedOn("n3", v1.PodRunning, v1.ConditionFalse),
+		elsewhere, deleting,
+		gated("a", "1", "n1"), gated("a", "2", "n2", Gate), gated("a", "3", "n2"), gated("b", "4", "n2"),
+		gated("a", "5", "n3"), gated("a", "6", "n4"), gated("a", "7", "n5"), gated("a", "8", ""), ungated,
+	} {
+		s, err := Strip(probed)(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache = append(cache, s.(*v1.Pod))
+	}
+	c := New(Options{Pods: cache, Clock: clocktesting.NewFakeClock(t0), Grace: time.Hour, Probed: probed})
+	want := `
+# HELP probed_webhook_pods_gated_without_probed ` + withoutProbedHelp + `
+# TYPE probed_webhook_pods_gated_without_probed gauge
+probed_webhook_pods_gated_without_probed{namespace="a",node="n2"} 2
+probed_webhook_pods_gated_without_probed{namespace="b",node="n2"} 1
+probed_webhook_pods_gated_without_probed{namespace="a",node="n3"} 1
+probed_webhook_pods_gated_without_probed{namespace="a",node="n4"} 1
+probed_webhook_pods_gated_without_probed{namespace="a",node="n5"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), WithoutProbedMetricName); err != nil {
+		t.Error(err)
+	}
+	// Without probed's selector the gauge is not served.
+	if n := testutil.CollectAndCount(New(Options{Pods: cache, Clock: clocktesting.NewFakeClock(t0), Grace: time.Hour}), WithoutProbedMetricName); n != 0 {
+		t.Errorf("%d series without a selector", n)
+	}
+	// Of probed's pods, Strip keeps the labels and Ready, nothing else.
+	s, _ := Strip(probed)(probedOn("n1", v1.PodRunning, v1.ConditionTrue))
+	sp := s.(*v1.Pod)
+	if len(sp.Labels) != 2 || len(sp.Spec.Containers) != 0 || len(sp.Status.Conditions) != 1 || sp.Status.Conditions[0].Message != "" {
+		t.Errorf("stripped probed pod: %+v", sp)
 	}
 }

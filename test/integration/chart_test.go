@@ -151,7 +151,7 @@ func flagSamples(t *testing.T) map[string]string {
 // Every flag values.schema.json types (cmd/probed's TestChartValuesSchema
 // keeps it equal to probed's flags, and values.yaml too), set at once: the
 // chart passes each as --name=value, and probed parses them all (with
-// -version it exits after parsing, before it checks their values). An
+// --version it exits after parsing, before it checks their values). An
 // unknown flag is refused.
 func TestChartCoversEveryFlag(t *testing.T) {
 	t.Parallel()
@@ -182,8 +182,8 @@ func TestChartCoversEveryFlag(t *testing.T) {
 		t.Errorf("rendered args %q: want the %d flags, then extraArgs", args, len(want))
 	}
 	// probed parses what the chart renders (the placeholders fail its
-	// validation, which -version skips; enums are checked as they are parsed).
-	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "-version")...).CombinedOutput()
+	// validation, which --version skips; enums are checked as they are parsed).
+	out, err = exec.Command(probedBin, append(slices.Clone(args[:len(args)-1]), "--version")...).CombinedOutput()
 	if err != nil {
 		t.Errorf("probed rejects the rendered flags %q: %v\n%s", args, err, out)
 	}

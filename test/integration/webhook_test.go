@@ -432,14 +432,16 @@ func TestWebhookReplicasShareOneCertificate(t *testing.T) {
 }
 
 // The webhook exports the pods whose probed.io/ready gate no probed
-// answers, to callers the API server authorizes for /metrics.
+// answers, and the gated pods on nodes where no probed pod is Ready, to
+// callers the API server authorizes for /metrics.
 func TestWebhookGateGauge(t *testing.T) {
 	port := freePort(t)
 	installWebhook(t, port)
-	w := startWebhook(t, port, "--gate-grace=1s", "--metrics-secure=true")
+	ns := labelledNamespace(t, "wh-gate", false)
+	// probed's pods are looked for in this test's namespace.
+	w := startWebhook(t, port, "--gate-grace=1s", "--metrics-secure=true", "--probed-namespace="+ns)
 	w.waitReady()
 	ctx := context.Background()
-	ns := labelledNamespace(t, "wh-gate", false)
 	node := "wh-gate-node"
 	if _, err := cp.CreateNode(ctx, node); err != nil {
 		t.Fatal(err)
@@ -501,6 +503,30 @@ func TestWebhookGateGauge(t *testing.T) {
 	eventually(t, "the answered gate to leave the gauge", 30*time.Second, func() bool {
 		code, body := scrape(token)
 		return code == http.StatusOK && !strings.Contains(body, `probed_webhook_pods_gate_unanswered{namespace="`+ns)
+	})
+
+	// Answered once, the pod still has no probed on its node: nothing
+	// updates its readiness. It counts until a probed pod there is Ready.
+	without := fmt.Sprintf(`probed_webhook_pods_gated_without_probed{namespace=%q,node=%q} 1`, ns, node)
+	eventually(t, "the gated pod without probed in the gauge", 30*time.Second, func() bool {
+		code, body := scrape(token)
+		return code == http.StatusOK && strings.Contains(body, without)
+	})
+	pp, err := client.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probed-x", Labels: map[string]string{"app.kubernetes.io/name": "probed"}},
+		Spec:       v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "probed", Image: "probed"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.Status.Phase = v1.PodRunning
+	pp.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a Ready probed on the node to take the pod out of the gauge", 30*time.Second, func() bool {
+		code, body := scrape(token)
+		return code == http.StatusOK && !strings.Contains(body, `probed_webhook_pods_gated_without_probed{namespace="`+ns)
 	})
 }
 

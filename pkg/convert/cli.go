@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // Exit codes of Command.Run.
@@ -55,8 +56,10 @@ func (c Command) Run(args []string) int {
 	fs.Var(&verbosity, "v", "log level, as kubectl's -v: 1 or more (or a bare -v) also reports the pod templates with nothing to do on stderr")
 	hostPolicy := prober.HostPolicyDenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
+	var gates probespec.APIServerGates
+	fs.Var(&gates, "api-server-feature-gates", "the API server's gates of alpha probe fields that are on, as in its --feature-gates (H2CContainerProbe=true,GRPCContainerProbeTLS=true); a probe setting a field whose gate is off (the default) stays with the kubelet, as the API server would drop the field")
 	fs.Usage = func() {
-		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
+		fmt.Fprintf(c.Stderr, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [--api-server-feature-gates=G] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
@@ -92,7 +95,7 @@ Flags:
 		files = []string{"-"}
 	}
 
-	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy})
+	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy, APIServerGates: gates})
 	if failed {
 		return ExitError
 	}

@@ -80,6 +80,19 @@ func NodeUserAgentVersion(ctx context.Context, client kubernetes.Interface, node
 	return minor
 }
 
+// kubeletVersionOnly is the Node informer's transform: its cache keeps the
+// name and the kubelet's version, not the Node's images, addresses and
+// conditions.
+func kubeletVersionOnly(obj any) (any, error) {
+	if n, ok := obj.(*v1.Node); ok {
+		return &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion},
+			Status:     v1.NodeStatus{NodeInfo: v1.NodeSystemInfo{KubeletVersion: n.Status.NodeInfo.KubeletVersion}},
+		}, nil
+	}
+	return obj, nil
+}
+
 // FollowNodeVersion keeps ua at the version of the kubelet on nodeName
 // until ctx ends: the kubelet of a node upgraded in place sends its new
 // version from its restart on, and so do the next probes. It watches that
@@ -94,7 +107,7 @@ func FollowNodeVersion(ctx context.Context, client kubernetes.Interface, nodeNam
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
 		}),
-		informers.WithTransform(StripManagedFields))
+		informers.WithTransform(kubeletVersionOnly))
 	informer := factory.Core().V1().Nodes().Informer()
 	var once sync.Once
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {

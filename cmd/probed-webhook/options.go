@@ -14,6 +14,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/gatewatch"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // options are the webhook's flags; validate checks them all in one place.
@@ -53,6 +54,10 @@ type options struct {
 	// to the webhook's own.
 	ProbedNamespace string
 	ProbedSelector  string
+	// APIServerGates are the API server's gates of alpha probe fields
+	// that are on: adoption leaves with the kubelet a probe setting a
+	// field the API server would drop.
+	APIServerGates probespec.APIServerGates
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -82,6 +87,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
 	o.ProbeHostPolicy = prober.HostPolicyDenyNodeLocal
 	fs.Var(&o.ProbeHostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a spec probe whose host it refuses on every node stays with the kubelet, with a warning")
+	fs.Var(&o.APIServerGates, "api-server-feature-gates", "the API server's gates of alpha probe fields that are on, as in its --feature-gates (H2CContainerProbe=true,GRPCContainerProbeTLS=true): with a gate off (the default in 1.37) the API server drops the field after admission, so a spec probe setting it stays with the kubelet, with a warning")
 }
 
 func (o *options) validate() error {

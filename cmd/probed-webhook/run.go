@@ -37,6 +37,9 @@ const (
 	adoptPath    = "/adopt"
 	validatePath = "/validate"
 	approvePath  = "/approve-reach"
+	// probeHostPath is called for namespaces that enforce Pod Security
+	// baseline or restricted only (the configuration's namespaceSelector).
+	probeHostPath = "/validate-probe-host"
 )
 
 // run wires the webhook's parts together and blocks until ctx ends. It
@@ -85,8 +88,9 @@ func run(ctx context.Context, o *options) error {
 	metrics := probedadmission.NewMetrics(reg)
 	version.RegisterBuildInfo(reg, "probed_webhook")
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
-	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: o.ProbeHostPolicy, Metrics: metrics}})
+	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: o.ProbeHostPolicy, APIServerGates: o.APIServerGates, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
+	server.Register(probeHostPath, &admission.Webhook{Handler: &probedadmission.ProbeHostRefuser{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
 	server.Register(approvePath, &admission.Webhook{Handler: &probedadmission.ReachApprover{ExcludedNamespaces: o.excludedNamespaces(),
 		Access: probedadmission.SubjectAccessReviews{Client: client.AuthorizationV1().SubjectAccessReviews()}, Metrics: metrics}})
 	ready = append(ready, server.StartedChecker())

@@ -79,10 +79,11 @@ func run(ctx context.Context, o *options) error {
 	hostGuard := prober.NewHostGuard(o.ProbeHostPolicy, prober.HostGuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
-	// The kubelet's User-Agent carries its own version: follow the node's.
-	userAgentVersion := o.ProbeUserAgent
-	if userAgentVersion == "" {
-		userAgentVersion = manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion)
+	// The kubelet's User-Agent carries its own version: follow the node's,
+	// from start and through an in-place upgrade of its kubelet.
+	userAgent := prober.NewUserAgent(o.ProbeUserAgent)
+	if o.ProbeUserAgent == "" {
+		userAgent.Set(manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion))
 	}
 
 	// The restart guard: a node-wide budget and the per-workload guard in
@@ -108,7 +109,7 @@ func run(ctx context.Context, o *options) error {
 		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
 		recorder = manager.ContainerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
-		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, Recorder: recorder})
+		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
 		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
 		if o.LivenessAction == livenessRestart {
 			killer = &restartguard.Killer{
@@ -145,7 +146,7 @@ func run(ctx context.Context, o *options) error {
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
 		Source:    o.ProbeSource,
-		Prober:    prober.New(runtime, prober.Options{UserAgentVersion: userAgentVersion, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
+		Prober:    prober.New(runtime, prober.Options{UserAgent: userAgent, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
 		Killer:    killer,
 		HostGuard: hostGuard,
 		Liveness:  liveness,
@@ -196,6 +197,10 @@ func run(ctx context.Context, o *options) error {
 	if reach != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); reach.Run(mgrCtx) }()
+	}
+	if o.ProbeUserAgent == "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); manager.FollowNodeVersion(mgrCtx, client, o.NodeName, userAgent) }()
 	}
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()

@@ -69,8 +69,13 @@ type Webhook struct {
 		Tag        string `json:"tag"`
 		PullPolicy string `json:"pullPolicy" schema:"enum=Always|IfNotPresent|Never"`
 	} `json:"image"`
-	Replicas     int32                       `json:"replicas" schema:"minimum=1"`
-	V            struct{}                    `json:"v"` // from the webhook's -v flag
+	Replicas int32    `json:"replicas" schema:"minimum=1"`
+	V        struct{} `json:"v"` // from the webhook's -v flag
+	// APIServerFeatureGates is --api-server-feature-gates, as a map.
+	APIServerFeatureGates struct {
+		H2CContainerProbe     bool `json:"H2CContainerProbe"`
+		GRPCContainerProbeTLS bool `json:"GRPCContainerProbeTLS"`
+	} `json:"apiServerFeatureGates"`
 	ExtraArgs    []string                    `json:"extraArgs"`
 	Resources    corev1.ResourceRequirements `json:"resources"`
 	NodeSelector map[string]string           `json:"nodeSelector"`

@@ -40,13 +40,20 @@ import (
 //     text, rather than admitted and reported after scheduling;
 //   - a probe probed would not run as the kubelet does stays in the spec,
 //     untouched, and the response carries a warning that names it and says
-//     why (probespec's adoption rules, judged on the object as sent).
+//     why (probespec's adoption rules, judged on the object as sent);
+//     among them what the API server still judges or changes after
+//     mutating admission: a probe host, which Pod Security judges, and an
+//     alpha field whose gate is off, which it drops.
 type Adopter struct {
 	Scope Scope
 	// HostPolicy is the nodes' --probe-host-policy: a probe whose host it
 	// refuses on every node stays with the kubelet.
 	HostPolicy prober.HostPolicy
-	Metrics    *Metrics
+	// APIServerGates are the API server's gates of alpha probe fields that
+	// are on (--api-server-feature-gates); a probe whose field the API
+	// server would drop after admission stays with the kubelet.
+	APIServerGates probespec.APIServerGates
+	Metrics        *Metrics
 }
 
 var _ admission.Handler = (*Adopter)(nil)
@@ -75,8 +82,9 @@ func (a *Adopter) handle(req admission.Request) (admission.Response, string) {
 	}
 	adopted := pod.DeepCopy()
 	adoption, err := probespec.AdoptWith(&adopted.ObjectMeta, &adopted.Spec, probespec.AdoptOptions{
-		HostPolicy: a.HostPolicy,
-		RawSpec:    rawSpec(req.Object.Raw),
+		HostPolicy:     a.HostPolicy,
+		RawSpec:        rawSpec(req.Object.Raw),
+		APIServerGates: a.APIServerGates,
 	})
 	if err != nil {
 		klog.V(2).InfoS("Refusing a pod with a malformed probes annotation", "pod", podRef(ns, pod), "problem", err.Error())

@@ -298,3 +298,60 @@ func TestEscape(t *testing.T) {
 		t.Errorf("escape = %q", got)
 	}
 }
+
+// Mutating admission runs before Pod Security and before the API server
+// drops the alpha fields whose gates are off: a probe with a host, or with
+// httpGet.protocol or grpc.mode (gates off), stays in the spec, where the
+// API server does to it what it would do without probed, and a warning
+// says why, whole.
+func TestAdopterLeavesWhatTheAPIServerStillJudges(t *testing.T) {
+	tls := v1.GRPCProbeModeTLS
+	pod := webPod()
+	pod.Spec.Containers[0].ReadinessProbe.HTTPGet.Host = "10.0.0.1" // routable: the host policy allows it
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090, Mode: &tls}}}
+	a := newAdopter(prometheus.NewRegistry())
+	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	want := map[string]string{
+		"app/readinessProbe": "it sets httpGet.host: Pod Security (baseline, 1.34+) forbids host in probes",
+		"app/livenessProbe":  "grpc.mode TLS is alpha: the API server drops it after admission unless its GRPCContainerProbeTLS gate is on",
+	}
+	for _, w := range resp.Warnings {
+		if strings.HasSuffix(w, "…") {
+			t.Errorf("warning truncated: %q", w)
+		}
+		probe, why, _ := strings.Cut(strings.TrimPrefix(w, "probed: "), " stays with the kubelet: ")
+		if part, ok := want[probe]; ok {
+			if !strings.Contains(why, part) {
+				t.Errorf("%s: %q does not say %q", probe, why, part)
+			}
+			delete(want, probe)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no warning for %v: %q", want, resp.Warnings)
+	}
+	after := &v1.Pod{}
+	if err := json.Unmarshal(applyPatch(t, mustJSON(t, pod), resp), after); err != nil {
+		t.Fatal(err)
+	}
+	if c := after.Spec.Containers[0]; c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Host != "10.0.0.1" || c.LivenessProbe == nil || c.LivenessProbe.GRPC.Mode == nil {
+		t.Errorf("the probes left the spec: %+v", c)
+	}
+	if ann := after.Annotations[probespec.ProbesAnnotation]; strings.Contains(ann, "10.0.0.1") || strings.Contains(ann, "TLS") {
+		t.Errorf("the annotation holds them: %s", ann)
+	}
+
+	// Told the gate is on, the webhook moves the gRPC probe.
+	a.APIServerGates = probespec.APIServerGates{GRPCContainerProbeTLS: true}
+	resp = a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
+	after = &v1.Pod{}
+	if err := json.Unmarshal(applyPatch(t, mustJSON(t, pod), resp), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Spec.Containers[0].LivenessProbe != nil || !strings.Contains(after.Annotations[probespec.ProbesAnnotation], `"mode":"TLS"`) {
+		t.Errorf("with the gate on, the gRPC probe stayed: %+v %s", after.Spec.Containers[0].LivenessProbe, after.Annotations[probespec.ProbesAnnotation])
+	}
+}

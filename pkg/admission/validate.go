@@ -47,27 +47,9 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 }
 
 func (v *Validator) handle(req admission.Request) (admission.Response, string) {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || req.SubResource != "" {
-		return admission.Allowed("not a create or update"), OutcomeSkipped
-	}
-	if slices.Contains(v.ExcludedNamespaces, req.Namespace) {
-		return admission.Allowed("excluded namespace"), OutcomeSkipped
-	}
-	obj, err := podOf(req.Kind, req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err), OutcomeError
-	}
+	obj, resp, outcome := annotationToJudge(req, v.ExcludedNamespaces)
 	if obj == nil {
-		return admission.Allowed("no pod template"), OutcomeSkipped
-	}
-	if _, ok := obj.pod.Annotations[probespec.ProbesAnnotation]; !ok {
-		return admission.Allowed("no probes annotation"), OutcomeSkipped
-	}
-	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
-		old, err := podOf(req.Kind, req.OldObject.Raw)
-		if err == nil && old != nil && obj.unchangedFrom(old) {
-			return admission.Allowed("probes unchanged"), OutcomeSkipped
-		}
+		return resp, outcome
 	}
 	_, problems := probespec.DeclaredProbes(obj.pod, probespec.ProbeSourceAnnotation)
 	var msgs []string
@@ -83,6 +65,37 @@ func (v *Validator) handle(req admission.Request) (admission.Response, string) {
 	klog.V(2).InfoS("Refusing an invalid probes annotation", "kind", req.Kind.Kind,
 		"object", klog.KRef(req.Namespace, req.Name), "problems", msgs)
 	return invalid(strings.Join(msgs, "\n")), OutcomeDenied
+}
+
+// annotationToJudge returns the pod, or pod template, whose probed.io/probes
+// a CREATE or UPDATE request asks to judge: one that has the annotation,
+// outside the excluded namespaces, and on an UPDATE only when the
+// annotation (or the template) changed, so that an object admitted before
+// the webhook never gets stuck. Otherwise it returns nil and the answer.
+func annotationToJudge(req admission.Request, excluded []string) (*probedObject, admission.Response, string) {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || req.SubResource != "" {
+		return nil, admission.Allowed("not a create or update"), OutcomeSkipped
+	}
+	if slices.Contains(excluded, req.Namespace) {
+		return nil, admission.Allowed("excluded namespace"), OutcomeSkipped
+	}
+	obj, err := podOf(req.Kind, req.Object.Raw)
+	if err != nil {
+		return nil, admission.Errored(http.StatusBadRequest, err), OutcomeError
+	}
+	if obj == nil {
+		return nil, admission.Allowed("no pod template"), OutcomeSkipped
+	}
+	if _, ok := obj.pod.Annotations[probespec.ProbesAnnotation]; !ok {
+		return nil, admission.Allowed("no probes annotation"), OutcomeSkipped
+	}
+	if req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		old, err := podOf(req.Kind, req.OldObject.Raw)
+		if err == nil && old != nil && obj.unchangedFrom(old) {
+			return nil, admission.Allowed("probes unchanged"), OutcomeSkipped
+		}
+	}
+	return obj, admission.Response{}, ""
 }
 
 // probedObject is the pod, or pod template, a request carries.

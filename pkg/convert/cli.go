@@ -14,6 +14,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/cliflags"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // Exit codes of Command.Run.
@@ -54,8 +55,10 @@ func (c Command) Run(args []string) int {
 	fs.Lookup("v").NoOptDefVal = "1"
 	hostPolicy := prober.HostPolicyDenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
+	var gates probespec.APIServerGates
+	fs.Var(&gates, "api-server-feature-gates", "the API server's gates of alpha probe fields that are on, as in its --feature-gates (H2CContainerProbe=true,GRPCContainerProbeTLS=true); a probe setting a field whose gate is off (the default) stays with the kubelet, as the API server would drop the field")
 	usage := func(w io.Writer) {
-		fmt.Fprintf(w, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [file...]
+		fmt.Fprintf(w, `Usage: %[1]s [--check] [-w] [-v] [--probe-host-policy=P] [--api-server-feature-gates=G] [file...]
 
 Moves the livenessProbe, readinessProbe and startupProbe of every pod template
 (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob,
@@ -87,7 +90,7 @@ Flags:
 		files = []string{"-"}
 	}
 
-	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy})
+	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy, APIServerGates: gates})
 	if failed {
 		return ExitError
 	}

@@ -188,7 +188,8 @@ spec:
 	if code != ExitOK || !strings.Contains(out, "livenessProbe:\n          exec: {command: [test, -f, /tmp/alive]}") {
 		t.Errorf("exit %d, stdout %q", code, out)
 	}
-	want := "stdin: document 1, Job jobs/report (spec.template): app/livenessProbe stays with the kubelet: under restartPolicy OnFailure the kubelet restarts a container its liveness probe killed whatever its exit code, one probed stopped only if it exits non-zero\n"
+	want := "stdin: document 1, Job jobs/report (spec.template): app/livenessProbe stays with the kubelet: under restartPolicy OnFailure the kubelet restarts a container its liveness probe killed whatever its exit code, one probed stopped only if it exits non-zero\n" +
+		"stdin: document 1, Job jobs/report (spec.template): app/readinessProbe stays with the kubelet: it sets httpGet.host: Pod Security (baseline, 1.34+) forbids host in probes and judges the pod after admission webhooks, so it stays where Pod Security sees it\n"
 	if errs != want {
 		t.Errorf("stderr %q\nwant   %q", errs, want)
 	}
@@ -235,5 +236,33 @@ func TestCommandErrorLinesCountFromTheFile(t *testing.T) {
 	code, _, errs := runCommand(t, in)
 	if code != ExitError || !strings.Contains(errs, "document 3 (line 8): yaml: line 13: mapping values are not allowed in this context") {
 		t.Errorf("exit %d, stderr %q; want the error at file line 13", code, errs)
+	}
+}
+
+// Alpha probe fields the API server drops while their gates are off (the
+// default) keep their probe in the YAML, as the webhook does; told the
+// gate is on (--api-server-feature-gates), convert moves it.
+func TestCommandLeavesWhatTheAPIServerWouldDrop(t *testing.T) {
+	in := `apiVersion: v1
+kind: Pod
+metadata: {name: grpc, namespace: apps}
+spec:
+  containers:
+  - name: app
+    image: app
+    livenessProbe:
+      grpc: {port: 9090, mode: TLS}
+`
+	code, out, errs := runCommand(t, in)
+	if code != ExitOK || !strings.Contains(out, "grpc: {port: 9090, mode: TLS}") ||
+		!strings.Contains(errs, "app/livenessProbe stays with the kubelet: grpc.mode TLS is alpha: the API server drops it after admission unless its GRPCContainerProbeTLS gate is on") {
+		t.Errorf("gate off: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, errs = runCommand(t, in, "--api-server-feature-gates=GRPCContainerProbeTLS=true")
+	if code != ExitOK || strings.Contains(out, "grpc: {port: 9090, mode: TLS}") || !strings.Contains(out, `"mode":"TLS"`) || errs != "" {
+		t.Errorf("gate on: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs = runCommand(t, in, "--api-server-feature-gates=NoSuchGate=true"); code != ExitError {
+		t.Errorf("an unknown gate: exit %d, stderr %q", code, errs)
 	}
 }

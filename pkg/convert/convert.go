@@ -88,6 +88,10 @@ type Options struct {
 	// HostPolicy is the nodes' --probe-host-policy ("" is its default): a
 	// probe whose host it refuses on every node stays with the kubelet.
 	HostPolicy prober.HostPolicy
+	// APIServerGates are the API server's gates of alpha probe fields that
+	// are on: a probe setting a field whose gate is off stays with the
+	// kubelet.
+	APIServerGates probespec.APIServerGates
 }
 
 // Convert is ConvertWith with the default options.

@@ -86,7 +86,7 @@ func planTemplate(t template, o Options) (*change, error) {
 		Spec json.RawMessage `json:"spec"`
 	}
 	_ = json.Unmarshal(data, &raw) // it decoded above
-	c.adoption, err = probespec.AdoptWith(&after.ObjectMeta, &after.Spec, probespec.AdoptOptions{HostPolicy: o.HostPolicy, RawSpec: raw.Spec})
+	c.adoption, err = probespec.AdoptWith(&after.ObjectMeta, &after.Spec, probespec.AdoptOptions{HostPolicy: o.HostPolicy, RawSpec: raw.Spec, APIServerGates: o.APIServerGates})
 	if err != nil {
 		return nil, err
 	}

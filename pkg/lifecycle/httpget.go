@@ -39,7 +39,7 @@ func (r *Runner) runHTTPGet(ctx context.Context, pod *v1.Pod, container *v1.Cont
 	if action.Host == "" && target.PodIP == "" {
 		return errors.New("failed to find networking container: the pod has no IP")
 	}
-	req, err := prober.NewHTTPGetRequest(ctx, action, target, r.userAgent)
+	req, err := prober.NewHTTPGetRequest(ctx, action, target, r.userAgent.Lifecycle())
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func TestHTTPGetHook(t *testing.T) {
 		app := &v1.Container{Name: "app", Ports: []v1.ContainerPort{{Name: "admin", ContainerPort: int32(srv.port(t))}}}
 		hook := httpHook(v1.HTTPGetAction{Path: "/drain?now=1", Port: intstr.FromString("admin"),
 			HTTPHeaders: []v1.HTTPHeader{{Name: "X-Drain", Value: "yes"}}})
-		r := New(nil, Options{UserAgentVersion: "1.33"})
+		r := New(nil, Options{UserAgent: prober.NewUserAgent("1.33")})
 		if err := r.Run(context.Background(), testPod("127.0.0.1"), app, "containerd://abc", hook); err != nil {
 			t.Fatalf("Run = %v (a 500 is a success for a hook, as in the kubelet)", err)
 		}

@@ -20,10 +20,10 @@ type Recorder interface {
 
 // Options configures a Runner. The zero value is valid.
 type Options struct {
-	// UserAgentVersion is "<major>.<minor>"; httpGet hooks send
-	// "kube-lifecycle/<major>.<minor>" as the kubelet does. Empty means
-	// prober.DefaultUserAgentVersion.
-	UserAgentVersion string
+	// UserAgent is the version httpGet hooks send, as
+	// "kube-lifecycle/<major>.<minor>", as the kubelet does; read at each
+	// hook. Nil means prober.DefaultUserAgentVersion.
+	UserAgent *prober.UserAgent
 	// HostGuard applies --probe-host-policy to every connection of an
 	// httpGet hook. Nil checks nothing, as the kubelet does.
 	HostGuard *prober.HostGuard
@@ -36,7 +36,7 @@ type Options struct {
 // Runner runs lifecycle hooks. It is safe for concurrent use.
 type Runner struct {
 	exec      prober.CommandRunner
-	userAgent string
+	userAgent *prober.UserAgent
 	guard     *prober.HostGuard
 	recorder  Recorder
 	clock     clock.Clock
@@ -46,14 +46,10 @@ type Runner struct {
 // container runtime, the same one exec probes use); exec may be nil when
 // no exec hook will run, and such a hook then fails.
 func New(exec prober.CommandRunner, o Options) *Runner {
-	v := o.UserAgentVersion
-	if v == "" {
-		v = prober.DefaultUserAgentVersion
-	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Runner{exec: exec, userAgent: "kube-lifecycle/" + v, guard: o.HostGuard, recorder: o.Recorder, clock: o.Clock}
+	return &Runner{exec: exec, userAgent: o.UserAgent, guard: o.HostGuard, recorder: o.Recorder, clock: o.Clock}
 }
 
 // HookError is a hook that failed. Its text is the kubelet's message for

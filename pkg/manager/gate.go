@@ -90,8 +90,13 @@ func hasProbedGate(pod *v1.Pod) bool {
 // (conditions mode only: in container-status mode probed writes ready
 // itself) and reports whether a Warning is due: once per pod, as a pod's
 // readiness gates never change.
+//
+// A mirror pod is never ungated: the kubelet reads a static pod's
+// readiness gates from the static pod it was given, never from its mirror,
+// where probed writes, so the gate would keep the static pod from ever
+// becoming Ready. The Warning would steer there.
 func (m *Manager) checkGateLocked(pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) (warn bool, containers []string) {
-	if !m.opts.RequireReadinessGate {
+	if !m.opts.RequireReadinessGate || pod.Annotations[v1.MirrorPodAnnotationKey] != "" {
 		return false, nil
 	}
 	containers = gatingContainers(declared)

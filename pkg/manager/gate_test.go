@@ -53,3 +53,30 @@ func TestMissingReadinessGateIsReported(t *testing.T) {
 	}
 	e.eventually("the gauge back to 0", func() bool { return testutil.ToFloat64(e.mgr.opts.Metrics.ungated) == 0 })
 }
+
+// A static pod's readiness gates are read from the static pod, never from
+// its mirror, where probed writes: the gate would keep it from ever being
+// Ready. No Warning steers there, and the gauge does not count it.
+func TestNoReadinessGateWarningForMirrorPods(t *testing.T) {
+	e := newEnv(t, probespec.ProbeSourceAnnotation)
+	mirror := runningPod("static-web", "m1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
+	mirror.Annotations[v1.MirrorPodAnnotationKey] = "hash"
+	e.create(mirror)
+	// The worker starts in the same locked step of a sync as the gate check.
+	e.eventually("its worker", func() bool { return e.mgr.WorkerCount() == 1 })
+	e.mgr.mu.Lock()
+	ungated, warned := e.mgr.pods["m1"].ungated, e.mgr.pods["m1"].gateWarned
+	e.mgr.mu.Unlock()
+	if ungated || warned {
+		t.Errorf("a mirror pod counted as ungated (%v) or warned about (%v)", ungated, warned)
+	}
+	if err := e.mgr.sync(t.Context(), "ns/static-web"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.rec.count(ReasonMissingReadinessGate); n != 0 {
+		t.Errorf("%d MissingReadinessGate Warnings for a mirror pod", n)
+	}
+	if got := testutil.ToFloat64(e.mgr.opts.Metrics.ungated); got != 0 {
+		t.Errorf("probed_pods_without_readiness_gate = %v; want 0", got)
+	}
+}

@@ -95,7 +95,9 @@ func (m *Manager) updateStatus(uid types.UID) {
 	}
 	key := e.key
 	m.mu.Unlock()
-	m.opts.Status.Set(key, status.Derive(inputs))
+	st := status.Derive(inputs)
+	st.Generation = pod.Generation
+	m.opts.Status.Set(key, st)
 }
 
 func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType, cs *v1.ContainerStatus) *status.ProbeInput {

@@ -90,14 +90,16 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 
 // triggerNotReady is the kubelet's readiness trigger (UpdatePodStatus, on
 // every pod sync): a started, running container whose readiness result for
-// this instance is not Success gets its readiness probe run now, so that a
-// new or restarted container does not wait for its worker's next tick. A
-// result probed established before it restarted counts as Success.
+// this instance is not a Success a probe decided gets its readiness probe
+// run now, so that a new or restarted container does not wait for its
+// worker's next tick. A seed is no such result: the kubelet, too, has no
+// result for a container after its own restart, keeps it Ready (KEP-4781)
+// and triggers its probe, so a seeded container stays Ready and is probed
+// at once.
 func (m *Manager) triggerNotReady(pod *v1.Pod) {
 	type candidate struct {
-		w    *worker.Worker
-		cs   *v1.ContainerStatus
-		seed func(string) (results.Result, bool)
+		w  *worker.Worker
+		cs *v1.ContainerStatus
 	}
 	var cands []candidate
 	m.mu.Lock()
@@ -107,22 +109,14 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 				continue
 			}
 			if w := e.workers[probeKey{cs.Name, prober.Readiness}]; w != nil {
-				cands = append(cands, candidate{w, &cs, seedFor(e.seeds[cs.Name], prober.Readiness)})
+				cands = append(cands, candidate{w, &cs})
 			}
 		}
 	}
 	m.mu.Unlock()
 	for _, c := range cands {
-		// A seed stands in only while no result is known for the instance:
-		// once a probe said not ready, the trigger is due as for any other.
-		if v, ok := m.readiness.Get(c.cs.ContainerID); ok {
-			if v.Result == results.Success {
-				continue
-			}
-		} else if c.seed != nil {
-			if r, ok := c.seed(c.cs.ContainerID); ok && r == results.Success {
-				continue
-			}
+		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success && !v.Seeded {
+			continue
 		}
 		if !m.started(pod, c.cs) {
 			continue
@@ -151,6 +145,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			e.order = append(e.order, k.container)
 		}
 	}
+	dropUndeclaredSeedsLocked(e, want)
 	for k, w := range e.workers {
 		d, ok := want[k]
 		if ok && probespec.ProbeSpecEqual(d.Probe, e.specs[k].Probe) && probespec.SameExtensions(d, e.specs[k]) {
@@ -291,17 +286,48 @@ func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 		yes := true
 		carried = &yes
 	}
-	if k.probeType == prober.Readiness {
-		s.Ready = carried
-	} else {
-		s.Started = carried
+	storeSeedLocked(e, k, s, carried)
+}
+
+// dropUndeclaredSeedsLocked forgets the seeds of probes that left the
+// declared set (removed, made invalid, refused for their reach or by the
+// host policy): their workers stop without a carry, and a seed belongs to
+// the worker it was handed to. When the probe comes back, its new worker
+// starts from the kubelet's initial value: what the seed said may since
+// have been overtaken by a failure that went with the old worker.
+func dropUndeclaredSeedsLocked(e *podEntry, want map[probeKey]probespec.DeclaredProbe) {
+	for name := range e.seeds {
+		if _, ok := want[probeKey{name, prober.Readiness}]; !ok {
+			clearSeedLocked(e, probeKey{name, prober.Readiness})
+		}
+		if _, ok := want[probeKey{name, prober.Startup}]; !ok {
+			clearSeedLocked(e, probeKey{name, prober.Startup})
+		}
 	}
-	if e.seeds == nil {
-		e.seeds = map[string]status.Seed{}
+}
+
+// clearSeedLocked forgets the seed of one probe.
+func clearSeedLocked(e *podEntry, k probeKey) {
+	if s, ok := e.seeds[k.container]; ok {
+		storeSeedLocked(e, k, s, nil)
+	}
+}
+
+// storeSeedLocked stores s, with the value of k's probe type set to v, as
+// the seed of k's container; a seed left with no value is deleted.
+func storeSeedLocked(e *podEntry, k probeKey, s status.Seed, v *bool) {
+	switch k.probeType {
+	case prober.Readiness:
+		s.Ready = v
+	case prober.Startup:
+		s.Started = v
 	}
 	if s.Ready == nil && s.Started == nil {
 		delete(e.seeds, k.container)
 		return
+	}
+	if e.seeds == nil {
+		e.seeds = map[string]status.Seed{}
 	}
 	e.seeds[k.container] = s
 }
@@ -333,6 +359,8 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 	m.mu.Lock()
 	if e := m.pods[uid]; e != nil && e.workers[k] == w {
 		delete(e.workers, k)
+		// Ended without a carry: its seed went with it.
+		clearSeedLocked(e, k)
 		if d, ok := e.specs[k]; ok {
 			e.ended[k] = d
 			if e.endedOn == nil {

@@ -30,21 +30,23 @@ import (
 // connection the host policy refuses is an error. With "probed.io/keepAlive"
 // the worker's Session keeps the ClientConn for its next probe.
 type grpcProber struct {
-	guard *HostGuard
+	guard     *HostGuard
+	userAgent *UserAgent
 	// plain and tls are the dial options of every probe, without the
-	// dialer, which is per probe (bound to the probed pod's scope).
+	// dialer, which is per probe (bound to the probed pod's scope), and
+	// the user agent, which may change (the node's kubelet is upgraded).
 	plain, tls []grpc.DialOption
 }
 
-func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
-	common := []grpc.DialOption{grpc.WithUserAgent(userAgent)}
+func newGRPCProber(userAgent *UserAgent, guard *HostGuard) *grpcProber {
 	return &grpcProber{
-		guard: guard,
+		guard:     guard,
+		userAgent: userAgent,
 		// Probes carry no credentials, as in the kubelet.
-		plain: append(slices.Clip(common), grpc.WithTransportCredentials(insecure.NewCredentials())),
+		plain: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
 		// KEP-4939: TLS, and no verification (the kubelet dials the pod IP,
 		// which no certificate names).
-		tls: append(slices.Clip(common), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))), //nolint:gosec // upstream parity
+		tls: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))}, //nolint:gosec // upstream parity
 	}
 }
 
@@ -115,7 +117,7 @@ func (p *grpcProber) dial(sc scope, useTLS bool, addr string) (*grpc.ClientConn,
 		opts = p.tls
 	}
 	dialer := sc.dialer(true)
-	opts = append(slices.Clip(opts), grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+	opts = append(slices.Clip(opts), grpc.WithUserAgent(p.userAgent.Probe()), grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 		return dialer.DialContext(ctx, "tcp", addr)
 	}))
 	return grpc.NewClient("passthrough:///"+addr, opts...)

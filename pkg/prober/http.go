@@ -35,7 +35,7 @@ import (
 
 // httpProber runs httpGet probes.
 type httpProber struct {
-	userAgent string
+	userAgent *UserAgent
 	guard     *HostGuard
 	// transport and h2c serve every probe whose connections the host
 	// policy does not scope to its pod (--probe-host-policy=kubelet) and
@@ -44,7 +44,7 @@ type httpProber struct {
 	transport, h2c *http.Transport
 }
 
-func newHTTPProber(userAgent string, guard *HostGuard) *httpProber {
+func newHTTPProber(userAgent *UserAgent, guard *HostGuard) *httpProber {
 	return &httpProber{
 		userAgent: userAgent,
 		guard:     guard,
@@ -85,7 +85,7 @@ func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
 
 // run carries out one httpGet probe.
 func (p *httpProber) run(ctx context.Context, action *v1.HTTPGetAction, target Target, timeout time.Duration) (Result, string, error) {
-	req, err := newHTTPRequest(ctx, action, target, p.userAgent)
+	req, err := newHTTPRequest(ctx, action, target, p.userAgent.Probe())
 	if err != nil {
 		klog.V(4).InfoS("HTTP probe request could not be built", "err", err)
 		return Unknown, "", err

@@ -27,7 +27,7 @@ func TestHTTPHeadersOnTheWire(t *testing.T) {
 		},
 		{
 			name: "configured version",
-			opts: Options{UserAgentVersion: "1.33"},
+			opts: Options{UserAgent: NewUserAgent("1.33")},
 			want: []string{"Accept: */*", "Connection: close", "User-Agent: kube-probe/1.33"},
 		},
 		{

@@ -161,10 +161,18 @@ func TestNewHTTPRequest(t *testing.T) {
 }
 
 func TestUserAgentVersion(t *testing.T) {
-	if got := (Options{}).userAgent(); got != "kube-probe/1.37" {
+	var unset *UserAgent
+	if got := unset.Probe(); got != "kube-probe/1.37" {
 		t.Errorf("default user agent = %q", got)
 	}
-	if got := (Options{UserAgentVersion: "1.33"}).userAgent(); got != "kube-probe/1.33" {
+	ua := NewUserAgent("1.33")
+	if got := ua.Probe(); got != "kube-probe/1.33" {
 		t.Errorf("user agent = %q", got)
+	}
+	if !ua.Set("1.35+") || ua.Set("1.35+") {
+		t.Error("Set reports a change only when the version changes")
+	}
+	if got := ua.Lifecycle(); got != "kube-lifecycle/1.35+" {
+		t.Errorf("lifecycle user agent = %q", got)
 	}
 }

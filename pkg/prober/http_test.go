@@ -22,7 +22,7 @@ import (
 func probeHTTP(t *testing.T, p *Prober, path string, port int, timeout time.Duration, headers ...v1.HTTPHeader) (Result, string, error) {
 	t.Helper()
 	action := &v1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port)), HTTPHeaders: headers}
-	req, err := newHTTPRequest(context.Background(), action, Target{PodIP: "127.0.0.1"}, p.userAgent)
+	req, err := newHTTPRequest(context.Background(), action, Target{PodIP: "127.0.0.1"}, p.http.userAgent.Probe())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestHTTPRedirectsConcurrently(t *testing.T) {
 				n, want = 10, Failure
 			}
 			action := &v1.HTTPGetAction{Path: "/chain/" + strconv.Itoa(n), Port: intstr.FromInt32(int32(port))}
-			req, err := newHTTPRequest(context.Background(), action, Target{PodIP: "127.0.0.1"}, p.userAgent)
+			req, err := newHTTPRequest(context.Background(), action, Target{PodIP: "127.0.0.1"}, p.http.userAgent.Probe())
 			if err != nil {
 				t.Error(err)
 				return

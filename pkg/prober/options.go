@@ -9,10 +9,11 @@ const DefaultUserAgentVersion = "1.37"
 
 // Options configures a Prober. The zero value is valid.
 type Options struct {
-	// UserAgentVersion is "<major>.<minor>", sent as "kube-probe/<major>.<minor>"
-	// so that applications which special-case the kubelet's probes keep working.
-	// Empty means DefaultUserAgentVersion.
-	UserAgentVersion string
+	// UserAgent is the version sent as "kube-probe/<major>.<minor>", so
+	// that applications which special-case the kubelet's probes keep
+	// working; each probe reads it, so a change applies to the next ones.
+	// Nil means DefaultUserAgentVersion.
+	UserAgent *UserAgent
 	// HostGuard applies --probe-host-policy to every connection of an
 	// httpGet, tcpSocket or grpc probe, redirects included. Nil checks
 	// nothing, as the kubelet does.
@@ -43,13 +44,4 @@ func ParseTCPCloseMode(s string) (TCPCloseMode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("unknown TCP probe close %q: want fin or rst", s)
-}
-
-// userAgent returns the User-Agent probes send, as the kubelet does.
-func (o Options) userAgent() string {
-	v := o.UserAgentVersion
-	if v == "" {
-		v = DefaultUserAgentVersion
-	}
-	return fmt.Sprintf("kube-probe/%s", v)
 }

@@ -24,27 +24,25 @@ const defaultTimeout = time.Second
 var errNoHandler = errors.New("missing probe handler")
 
 // Prober runs single probes. It is safe for concurrent use by many workers;
-// everything it holds (transports, options) is shared and immutable.
+// everything it holds (transports, options) is shared and immutable, but
+// for the User-Agent version, which follows the node's kubelet.
 type Prober struct {
-	runner    CommandRunner
-	userAgent string
-	http      *httpProber
-	tcp       *tcpProber
-	grpc      *grpcProber
-	guard     *HostGuard
+	runner CommandRunner
+	http   *httpProber
+	tcp    *tcpProber
+	grpc   *grpcProber
+	guard  *HostGuard
 }
 
 // New returns a Prober. runner carries out exec probes; it may be nil when
 // no exec probe will run, in which case exec probes error.
 func New(runner CommandRunner, opts Options) *Prober {
-	ua := opts.userAgent()
 	return &Prober{
-		runner:    runner,
-		userAgent: ua,
-		http:      newHTTPProber(ua, opts.HostGuard),
-		tcp:       &tcpProber{guard: opts.HostGuard, rst: opts.TCPClose == TCPCloseRST},
-		grpc:      newGRPCProber(ua, opts.HostGuard),
-		guard:     opts.HostGuard,
+		runner: runner,
+		http:   newHTTPProber(opts.UserAgent, opts.HostGuard),
+		tcp:    &tcpProber{guard: opts.HostGuard, rst: opts.TCPClose == TCPCloseRST},
+		grpc:   newGRPCProber(opts.UserAgent, opts.HostGuard),
+		guard:  opts.HostGuard,
 	}
 }
 

@@ -35,6 +35,10 @@ type AdoptOptions struct {
 	// written stays with the kubelet, untouched. Nil checks nothing: a
 	// caller that has only the decoded pod cannot tell.
 	RawSpec []byte
+	// APIServerGates are the API server's gates of alpha probe fields that
+	// are on; with one off (the default), a probe that sets its field
+	// stays with the kubelet.
+	APIServerGates APIServerGates
 }
 
 // Left is a spec probe adoption left with the kubelet.
@@ -63,11 +67,13 @@ func (s adoptSlot) name() string { return s.container.Name + "/" + s.field }
 var adoptRules = []func(j *adoptJudge, s adoptSlot) string{
 	(*adoptJudge).windowsPod,
 	(*adoptJudge).unknownFields,
+	(*adoptJudge).droppedAlphaField,
 	(*adoptJudge).sidecarStartup,
 	(*adoptJudge).killParity,
 	(*adoptJudge).execTooLarge,
 	(*adoptJudge).invalid,
 	(*adoptJudge).hostRefused,
+	(*adoptJudge).podSecurityHost,
 	(*adoptJudge).startupOfLeft,
 	(*adoptJudge).annotationFull,
 }
@@ -129,6 +135,23 @@ func (j *adoptJudge) windowsPod(adoptSlot) string {
 func (j *adoptJudge) unknownFields(s adoptSlot) string {
 	if fields := j.unknown[s.name()]; len(fields) > 0 {
 		return fmt.Sprintf("it sets %s, which this build of probed does not know", quoteList(fields))
+	}
+	return ""
+}
+
+// droppedAlphaField: the API server drops an alpha probe field whose gate
+// is off in PrepareForCreate, after mutating admission, so the kubelet
+// runs the probe without it. Moved into the annotation, the field would
+// stay and probed would run another probe: h2c where the kubelet speaks
+// HTTP/1.1, TLS where it speaks plaintext. A value that changes nothing
+// (HTTP1, Plaintext) moves.
+func (j *adoptJudge) droppedAlphaField(s adoptSlot) string {
+	p := *s.probe
+	switch {
+	case p.HTTPGet != nil && p.HTTPGet.Protocol != nil && *p.HTTPGet.Protocol != v1.HTTPProtocolHTTP1 && !j.opts.APIServerGates.H2CContainerProbe:
+		return fmt.Sprintf("httpGet.protocol %s is alpha: the API server drops it after admission unless its H2CContainerProbe gate is on (--api-server-feature-gates), and the kubelet then probes over HTTP/1.1", *p.HTTPGet.Protocol)
+	case p.GRPC != nil && p.GRPC.Mode != nil && *p.GRPC.Mode != v1.GRPCProbeModePlaintext && !j.opts.APIServerGates.GRPCContainerProbeTLS:
+		return fmt.Sprintf("grpc.mode %s is alpha: the API server drops it after admission unless its GRPCContainerProbeTLS gate is on (--api-server-feature-gates), and the kubelet then probes in plaintext", *p.GRPC.Mode)
 	}
 	return ""
 }
@@ -266,6 +289,20 @@ func (j *adoptJudge) hostRefused(s adoptSlot) string {
 		return refuse(err)
 	}
 	return ""
+}
+
+// podSecurityHost: Pod Security's baseline level (and so restricted)
+// forbids host in probes from policy version 1.34 (KEP-4940), and judges
+// the pod after mutating admission. A host moved into the annotation would
+// escape that check; in the spec, Pod Security decides, as without probed.
+// Adoption cannot tell the namespace's level (nor the cluster's default),
+// so every host stays.
+func (j *adoptJudge) podSecurityHost(s adoptSlot) string {
+	path, host := probeHostOf(*s.probe)
+	if host == "" {
+		return ""
+	}
+	return fmt.Sprintf("it sets %s: Pod Security (baseline, 1.34+) forbids host in probes and judges the pod after admission webhooks, so it stays where Pod Security sees it", path)
 }
 
 // probeHostOf returns the field path and value of a network probe's host.

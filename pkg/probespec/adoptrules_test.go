@@ -111,6 +111,39 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 			left: "app/livenessProbe", reason: "probed would refuse it: livenessProbe.exec.command: Too many: 257: must have at most 256 arguments",
 		},
 		{
+			name:   "a routable host: Pod Security decides",
+			mutate: func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = httpHost("10.1.2.3") },
+			left:   "app/readinessProbe", reason: "it sets httpGet.host: Pod Security (baseline, 1.34+) forbids host in probes",
+		},
+		{
+			name:   "a host name: Pod Security decides",
+			mutate: func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = tcp("db.example", 5432) },
+			left:   "app/readinessProbe", reason: "it sets tcpSocket.host: Pod Security",
+		},
+		{
+			name:   "loopback under the kubelet policy: Pod Security decides",
+			mutate: func(s *v1.PodSpec) { s.Containers[0].LivenessProbe = httpHost("127.0.0.1") },
+			opts:   AdoptOptions{HostPolicy: prober.HostPolicyKubelet},
+			left:   "app/livenessProbe", reason: "Pod Security",
+		},
+		{
+			name: "HTTP2 (h2c) with the API server's gate off",
+			mutate: func(s *v1.PodSpec) {
+				p := v1.HTTPProtocolHTTP2
+				s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &p
+			},
+			left: "app/readinessProbe", reason: "httpGet.protocol HTTP2 is alpha: the API server drops it after admission unless its H2CContainerProbe gate is on (--api-server-feature-gates), and the kubelet then probes over HTTP/1.1",
+		},
+		{
+			name: "gRPC over TLS with the API server's gate off",
+			mutate: func(s *v1.PodSpec) {
+				m := v1.GRPCProbeModeTLS
+				s.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090, Mode: &m}}}
+			},
+			opts: AdoptOptions{APIServerGates: APIServerGates{H2CContainerProbe: true}},
+			left: "app/livenessProbe", reason: "grpc.mode TLS is alpha: the API server drops it after admission unless its GRPCContainerProbeTLS gate is on (--api-server-feature-gates), and the kubelet then probes in plaintext",
+		},
+		{
 			name:   "a pod for Windows nodes",
 			mutate: func(s *v1.PodSpec) { s.OS = &v1.PodOS{Name: v1.Windows} },
 			left:   "app/livenessProbe", reason: "Windows",
@@ -183,8 +216,8 @@ func restartpolicyContainer(s *v1.PodSpec, name string) *v1.Container {
 }
 
 // Without a rule against them, probes move as before: Always and Never
-// pods, a sidecar's liveness and readiness, hosts the policy may allow
-// (names, other addresses) and any host under --probe-host-policy=kubelet.
+// pods, a sidecar's liveness and readiness, and the alpha fields the API
+// server keeps (its gate is on) or whose value changes nothing.
 func TestAdoptMovesWhatProbedRunsAsTheKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -192,17 +225,21 @@ func TestAdoptMovesWhatProbedRunsAsTheKubelet(t *testing.T) {
 		opts   AdoptOptions
 	}{
 		{"restartPolicy Never", func(s *v1.PodSpec) { s.RestartPolicy = v1.RestartPolicyNever }, AdoptOptions{}},
-		{"a host name, judged when probed dials it", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe.HTTPGet.Host = "web.example" }, AdoptOptions{}},
-		{"another address", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe.HTTPGet.Host = "10.1.2.3" }, AdoptOptions{}},
-		{"loopback under the kubelet policy", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe.HTTPGet.Host = "127.0.0.1" },
-			AdoptOptions{HostPolicy: prober.HostPolicyKubelet}},
 		{"a sidecar's liveness", func(s *v1.PodSpec) { s.InitContainers[1].LivenessProbe = execProbe("true") }, AdoptOptions{}},
 		// Invalid for the API server too: it moves, and is refused with the
 		// daemon's words where the annotation is validated.
 		{"a probe without a handler", func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = &v1.Probe{PeriodSeconds: 5} }, AdoptOptions{}},
-		{"HTTP2 (h2c), which probed runs", func(s *v1.PodSpec) {
+		{"HTTP2 (h2c), the API server's gate on", func(s *v1.PodSpec) {
 			p := v1.HTTPProtocolHTTP2
 			s.Containers[0].ReadinessProbe.HTTPGet.Protocol = &p
+		}, AdoptOptions{APIServerGates: APIServerGates{H2CContainerProbe: true}}},
+		{"gRPC over TLS, the API server's gate on", func(s *v1.PodSpec) {
+			m := v1.GRPCProbeModeTLS
+			s.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090, Mode: &m}}}
+		}, AdoptOptions{APIServerGates: APIServerGates{GRPCContainerProbeTLS: true}}},
+		{"gRPC in plaintext, said", func(s *v1.PodSpec) {
+			m := v1.GRPCProbeModePlaintext
+			s.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090, Mode: &m}}}
 		}, AdoptOptions{}},
 		{"HTTP1, the default protocol, said", func(s *v1.PodSpec) {
 			p := v1.HTTPProtocolHTTP1

@@ -18,6 +18,10 @@ type Value struct {
 	// new container instance and for results set without a probe (the
 	// container stopped, the pod is being deleted).
 	Probed bool
+	// Seeded: the result is a seed (what probed had established before
+	// it restarted, or before an edit of the probe), which no probe of
+	// the current worker has confirmed yet.
+	Seeded bool
 }
 
 // Update is the latest result of one container instance.

@@ -134,7 +134,8 @@ func findCondition(conds []v1.PodCondition, t v1.PodConditionType) *v1.PodCondit
 }
 
 // sameConditions reports whether a and b hold the same condition types with
-// the same status and reason. Messages, times and order do not count.
+// the same status, reason and observedGeneration. Messages, times and
+// order do not count.
 func sameConditions(a, b []v1.PodCondition) bool {
 	return len(a) == len(b) && covers(a, b) && covers(b, a)
 }
@@ -143,7 +144,7 @@ func sameConditions(a, b []v1.PodCondition) bool {
 func covers(a, b []v1.PodCondition) bool {
 	for _, x := range a {
 		y := findCondition(b, x.Type)
-		if y == nil || y.Status != x.Status || y.Reason != x.Reason {
+		if y == nil || y.Status != x.Status || y.Reason != x.Reason || y.ObservedGeneration != x.ObservedGeneration {
 			return false
 		}
 	}

@@ -19,10 +19,12 @@ type containerFlags struct{ ready, started bool }
 
 // setContainerStatus applies s to pod, which the caller owns (a copy):
 // containerStatuses[].ready and .started of s's containers that have a
-// status, then ContainersReady and Ready recomputed by the kubelet's rules.
-// It reports whether any ready/started value, or the status or reason of
-// either condition, changed; message-only changes are applied but not
-// reported.
+// status, then ContainersReady and Ready recomputed by the kubelet's rules,
+// with the pod's generation as their observedGeneration, as the kubelet
+// sets it on the conditions it owns (status/generate.go). It reports
+// whether any ready/started value, or the status, reason or
+// observedGeneration of either condition, changed; message-only changes
+// are applied but not reported.
 func setContainerStatus(pod *v1.Pod, s PodState, now metav1.Time) bool {
 	changed := false
 	for _, c := range s.Containers {
@@ -42,6 +44,7 @@ func setContainerStatus(pod *v1.Pod, s PodState, now metav1.Time) bool {
 	}
 	containersReady := containersReadyCondition(pod)
 	ready := podReadyCondition(pod, containersReady)
+	containersReady.ObservedGeneration, ready.ObservedGeneration = pod.Generation, pod.Generation
 	changed = setPodCondition(pod, containersReady, now) || changed
 	changed = setPodCondition(pod, ready, now) || changed
 	return changed
@@ -71,8 +74,8 @@ func kubeletConditions(pod *v1.Pod) []v1.PodCondition {
 }
 
 // setPodCondition puts c into pod's conditions, keeping lastTransitionTime
-// when the status is unchanged. It reports whether the status or reason
-// changed, or the condition is new.
+// when the status is unchanged. It reports whether the status, reason or
+// observedGeneration changed, or the condition is new.
 func setPodCondition(pod *v1.Pod, c v1.PodCondition, now metav1.Time) bool {
 	prev := findCondition(pod.Status.Conditions, c.Type)
 	if prev == nil {
@@ -80,11 +83,11 @@ func setPodCondition(pod *v1.Pod, c v1.PodCondition, now metav1.Time) bool {
 		pod.Status.Conditions = append(pod.Status.Conditions, c)
 		return true
 	}
-	changed := prev.Status != c.Status || prev.Reason != c.Reason
+	changed := prev.Status != c.Status || prev.Reason != c.Reason || prev.ObservedGeneration != c.ObservedGeneration
 	if prev.Status != c.Status || prev.LastTransitionTime.IsZero() {
 		prev.LastTransitionTime = now
 	}
-	prev.Status, prev.Reason, prev.Message = c.Status, c.Reason, c.Message
+	prev.Status, prev.Reason, prev.Message, prev.ObservedGeneration = c.Status, c.Reason, c.Message, c.ObservedGeneration
 	return changed
 }
 

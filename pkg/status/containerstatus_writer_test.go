@@ -264,3 +264,39 @@ func TestContainerStatusModeError(t *testing.T) {
 }
 
 func metav1Now() metav1.Time { return metav1.NewTime(t0) }
+
+// 1.35+ kubelets (PodObservedGenerationTracking, GA) set observedGeneration
+// on the conditions they own to the pod's metadata.generation; in
+// container-status mode probed writes ContainersReady and Ready for them,
+// and a new generation (an in-place resize, say) is written even when
+// readiness stays the same.
+func TestContainerStatusModeObservedGeneration(t *testing.T) {
+	p := gatedPod()
+	p.Generation = 3
+	h := newHarness(t, Options{Mode: ModeContainerStatus}, p)
+	h.enforceResourceVersion(nil)
+	h.start()
+	state := readiness("", []string{"app", "db"}, true, true)
+	state.Generation = 3
+	h.w.Set(webKey, state)
+	h.settle()
+	for _, typ := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+		if c := cond(h.pod("web"), typ); c.ObservedGeneration != 3 {
+			t.Errorf("%s observedGeneration = %d, want the pod's generation 3", typ, c.ObservedGeneration)
+		}
+	}
+	writes := h.writes()
+
+	h.mutate("web", func(p *v1.Pod) { p.Generation = 4 })
+	state.Generation = 4
+	h.w.Set(webKey, state)
+	h.settle()
+	if h.writes() != writes+1 {
+		t.Errorf("writes = %d, want one more for the new generation", h.writes()-writes)
+	}
+	for _, typ := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+		if c := cond(h.pod("web"), typ); c.ObservedGeneration != 4 || c.Status != v1.ConditionTrue {
+			t.Errorf("%s = %+v, want True at generation 4", typ, c)
+		}
+	}
+}

@@ -76,6 +76,12 @@ type ContainerState struct {
 // condition on it.
 type PodState struct {
 	Containers []ContainerState
+	// Generation is the pod's metadata.generation when the state was
+	// derived. Container-status mode writes the pod's generation as the
+	// observedGeneration of ContainersReady and Ready, as the kubelet does
+	// (PodObservedGenerationTracking, GA in 1.35): a new generation is a
+	// change to write even when readiness is the same.
+	Generation int64
 }
 
 // Derive computes a pod's desired state from its containers' probe results.
@@ -178,7 +184,7 @@ func TruncateMessage(s string) string {
 // sameSignificant reports whether a and b differ only in messages. Only
 // status and reason changes are worth an API write.
 func sameSignificant(a, b PodState) bool {
-	if len(a.Containers) != len(b.Containers) {
+	if len(a.Containers) != len(b.Containers) || a.Generation != b.Generation {
 		return false
 	}
 	for i := range a.Containers {

@@ -279,7 +279,7 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 	if first && w.cfg.InitialResult != nil {
 		if seed, ok := w.cfg.InitialResult(id); ok {
 			// Established by probed's probes before it restarted.
-			initial = results.Value{Result: seed, Probed: true}
+			initial = results.Value{Result: seed, Probed: true, Seeded: true}
 			if klog.V(3).Enabled() {
 				w.vlog(3, "Seeding probe result for a container seen before a restart", "containerID", id, "result", seed)
 			}

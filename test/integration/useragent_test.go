@@ -14,7 +14,8 @@ import (
 
 // Probes send the User-Agent of the kubelet on their node: kube-probe/
 // <major>.<minor> from the Node's status.nodeInfo.kubeletVersion, as the
-// kubelet sends its own compiled-in version.
+// kubelet sends its own compiled-in version, with its "+" for a
+// pre-release or vendor version, and through an in-place upgrade.
 func TestUserAgentFollowsTheNodesKubelet(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -51,8 +52,24 @@ func TestUserAgentFollowsTheNodesKubelet(t *testing.T) {
 		return len(agents) > 0
 	})
 	mu.Lock()
-	defer mu.Unlock()
-	if agents[0] != "kube-probe/1.36" {
-		t.Errorf("User-Agent %q, want kube-probe/1.36 (the node's kubelet v1.36.1)", agents[0])
+	first := agents[0]
+	mu.Unlock()
+	if first != "kube-probe/1.36" {
+		t.Errorf("User-Agent %q, want kube-probe/1.36 (the node's kubelet v1.36.1)", first)
 	}
+
+	// The kubelet is upgraded in place to a vendor build.
+	node, err = client.CoreV1().Nodes().Get(e.ctx, e.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.NodeInfo.KubeletVersion = "v1.37.2-eks-4f2a9c1"
+	if _, err := client.CoreV1().Nodes().UpdateStatus(e.ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a probe with the upgraded kubelet's User-Agent", 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return agents[len(agents)-1] == "kube-probe/1.37+"
+	})
 }

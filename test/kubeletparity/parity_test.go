@@ -109,7 +109,7 @@ func userAgentVersion() string {
 
 // probedProbe runs spec through probed's Prober as a worker does.
 func probedProbe(spec *v1.Probe, container *v1.Container, podIP string, opts prober.Options) outcome {
-	opts.UserAgentVersion = userAgentVersion()
+	opts.UserAgent = prober.NewUserAgent(userAgentVersion())
 	s := &sink{}
 	session := prober.NewSession()
 	defer session.Close()

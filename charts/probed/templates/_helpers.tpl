@@ -114,3 +114,15 @@ rest by name; then extraArgs.
 - {{ . | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+A map of feature gates as a --feature-gates flag takes them: Name=bool,...
+in name order.
+*/}}
+{{- define "probed.featureGates" -}}
+{{- $gates := list -}}
+{{- range $name := keys . | sortAlpha -}}
+{{- $gates = append $gates (printf "%s=%t" $name (index $ $name)) -}}
+{{- end -}}
+{{- join "," $gates -}}
+{{- end -}}

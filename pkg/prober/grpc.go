@@ -37,7 +37,11 @@ type grpcProber struct {
 }
 
 func newGRPCProber(userAgent string, guard *HostGuard) *grpcProber {
-	common := []grpc.DialOption{grpc.WithUserAgent(userAgent)}
+	common := []grpc.DialOption{grpc.WithUserAgent(userAgent),
+		// What an answer may hold of probed's memory; the kubelet keeps
+		// grpc-go's 16 MiB of headers and 4 MiB message.
+		grpc.WithMaxHeaderListSize(MaxResponseHeaderBytes),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCAnswerBytes))}
 	return &grpcProber{
 		guard: guard,
 		// Probes carry no credentials, as in the kubelet.

@@ -184,6 +184,9 @@ for t in "${tiers[@]}"; do
       bash hack/install-deps.sh
       bash hack/build-containerd.sh
       bash hack/build-images.sh
+      # TestHostilePodCannotRunProbedOutOfMemory runs the real probed on a
+      # real kube-apiserver too.
+      bash hack/build-k8s.sh kube-apiserver
       "${race[@]}" -count=1 -tags runtime -timeout 20m ./test/runtime/... ;;
     e2e)
       step "end-to-end tier: a real node (control plane, containerd, kubelet) with probed as the DaemonSet"

@@ -25,13 +25,14 @@ type Containerd struct {
 	ns      string
 	fifoDir string
 	targets targetCache
+	budget  *outputBudget
 
 	procWarnOnce sync.Once
 }
 
 var _ Runtime = (*Containerd)(nil)
 
-func newContainerd(conn *grpc.ClientConn, o Options) (*Containerd, error) {
+func newContainerd(conn *grpc.ClientConn, o Options, budget *outputBudget) (*Containerd, error) {
 	// No default namespace: NewWithConn would then make a blocking call to read
 	// namespace labels. Every call sets the namespace on its context instead.
 	client, err := containerd.NewWithConn(conn)
@@ -39,7 +40,7 @@ func newContainerd(conn *grpc.ClientConn, o Options) (*Containerd, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("containerd client: %w", err)
 	}
-	return &Containerd{client: client, ns: o.Namespace, fifoDir: o.FIFODir}, nil
+	return &Containerd{client: client, ns: o.Namespace, fifoDir: o.FIFODir, budget: budget}, nil
 }
 
 // Name is the runtime label in metrics.

@@ -31,7 +31,9 @@ const cleanupTimeout = 10 * time.Second
 // are stopped and killed (see killProcessTree), the exec is deleted from the
 // shim, and a *TimeoutError is returned. stdout and stderr go into two 10 KiB buffers;
 // anything beyond is read and dropped, so a chatty command never blocks and
-// never costs memory. The exec's FIFOs are removed on every path.
+// never costs memory; what the exec holds counts against the node's output
+// budget from its start (see outputBudget). The exec's FIFOs are removed on
+// every path.
 //
 // When the command exits but processes it left behind keep the output pipe
 // open, the output is read until the timeout, then those processes are
@@ -47,6 +49,16 @@ func (r *Containerd) ExecInContainer(ctx context.Context, containerID string, cm
 	ctx = r.withNamespace(ctx)
 	runCtx, cancel := withOptionalTimeout(ctx, timeout)
 	defer cancel()
+
+	// The exec's buffers count against the node's output budget while it runs.
+	release, err := r.budget.reserve(runCtx, nativeExecCost)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ctx.Err())
+		}
+		return nil, -1, &OutputBudgetError{ContainerID: containerID, Budget: r.budget.size}
+	}
+	defer release()
 
 	x, err := r.startExec(runCtx, containerID, id, cmd)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -27,16 +29,18 @@ const criSlack = 2 * time.Second
 // deadline, the CRI timeout plus 2s. Timeouts are whole seconds in CRI, so a
 // sub-second remainder is rounded up. Output is buffered
 // by the runtime (containerd keeps up to 16 MiB per stream and refuses to send
-// more than 16 MiB in all) and cut to 10 KiB here.
+// more than 16 MiB in all); probed reads an answer of at most
+// MaxExecAnswerBytes, within the node's output budget, and cuts it to 10 KiB.
 type CRI struct {
-	conn *grpc.ClientConn
-	rs   runtimeapi.RuntimeServiceClient
+	conn   *grpc.ClientConn
+	rs     runtimeapi.RuntimeServiceClient
+	budget *outputBudget
 }
 
 var _ Runtime = (*CRI)(nil)
 
-func newCRI(conn *grpc.ClientConn) *CRI {
-	return &CRI{conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn)}
+func newCRI(conn *grpc.ClientConn, budget *outputBudget) *CRI {
+	return &CRI{conn: conn, rs: runtimeapi.NewRuntimeServiceClient(conn), budget: budget}
 }
 
 // Name is the runtime label in metrics.
@@ -87,11 +91,15 @@ func (r *CRI) execSync(ctx context.Context, containerID, id string, cmd []string
 	callCtx, cancel := withOptionalTimeout(ctx, budget)
 	defer cancel()
 	start := time.Now()
-	resp, err := r.rs.ExecSync(callCtx, req)
+	resp, release, err := r.execSyncCall(callCtx, req)
 	if err != nil {
+		var be *OutputBudgetError
 		switch {
 		case ctx.Err() != nil:
 			return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, ctx.Err())
+		case errors.As(err, &be):
+			be.ContainerID = containerID
+			return nil, -1, be
 		// An error once the timeout has passed is the timeout, whatever its code:
 		// containerd reports it as Unknown "timeout ... exceeded".
 		case timeout > 0 && (status.Code(err) == codes.DeadlineExceeded || time.Since(start) >= timeout):
@@ -99,7 +107,48 @@ func (r *CRI) execSync(ctx context.Context, containerID, id string, cmd []string
 		}
 		return nil, -1, fmt.Errorf("exec in container %s: %w", containerID, r.classify(ctx, id, err))
 	}
+	defer release()
 	return combineOutput(resp.GetStdout(), resp.GetStderr()), int(resp.GetExitCode()), nil
+}
+
+// execSyncCall makes the ExecSync call and reads its answer, at most
+// MaxExecAnswerBytes, once the output budget has room for it. It is a
+// unary call made as a stream, in steps: the runtime sends its response
+// headers with its answer (containerd and CRI-O alike), so a command still
+// running holds none of the budget. The caller calls release once it no
+// longer holds the answer.
+func (r *CRI) execSyncCall(ctx context.Context, req *runtimeapi.ExecSyncRequest) (_ *runtimeapi.ExecSyncResponse, release func(), _ error) {
+	cs, err := r.conn.NewStream(ctx, &grpc.StreamDesc{StreamName: "ExecSync"}, runtimeapi.RuntimeService_ExecSync_FullMethodName,
+		grpc.MaxCallRecvMsgSize(MaxExecAnswerBytes))
+	if err != nil {
+		return nil, nil, err
+	}
+	// io.EOF: the stream has ended, and RecvMsg says why.
+	if err := cs.SendMsg(req); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	if err := cs.CloseSend(); err != nil {
+		return nil, nil, err
+	}
+	// The answer's headers; none when the call failed or ran out of time
+	// without an answer, which RecvMsg then reports, reading nothing.
+	md, err := cs.Header()
+	if err != nil {
+		return nil, nil, err
+	}
+	release = func() {}
+	if md != nil {
+		if release, err = r.budget.reserve(ctx, criAnswerCost); err != nil {
+			// The caller's cancel ends the stream, unread.
+			return nil, nil, &OutputBudgetError{Budget: r.budget.size, Ran: true}
+		}
+	}
+	resp := &runtimeapi.ExecSyncResponse{}
+	if err := cs.RecvMsg(resp); err != nil {
+		release()
+		return nil, nil, err
+	}
+	return resp, release, nil
 }
 
 // StopContainer calls CRI StopContainer; the runtime sends the stop signal,
@@ -130,6 +179,9 @@ func (r *CRI) classify(ctx context.Context, id string, err error) error {
 	case codes.NotFound:
 		return fmt.Errorf("%w (%v)", ErrContainerNotFound, err)
 	case codes.ResourceExhausted:
+		if strings.Contains(status.Convert(err).Message(), "received message larger than max") {
+			return fmt.Errorf("output too large: stdout and stderr together exceed the %d MiB probed reads of an exec's answer (the kubelet reads 16 MiB): %w", MaxExecAnswerBytes>>20, err)
+		}
 		return fmt.Errorf("output too large for the runtime's response size limit: %w", err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -14,9 +14,20 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// maxMsgSize matches the kubelet's CRI client and containerd's own limit, so an
-// exec whose output the kubelet would accept is accepted here too.
+// maxMsgSize matches the kubelet's CRI client and containerd's own limit;
+// the runtime's own answers (statuses, specs) may be that large. ExecSync,
+// whose answer a tenant's command writes, reads at most MaxExecAnswerBytes.
 const maxMsgSize = 16 << 20
+
+// streamWindow is each call's HTTP/2 flow-control window on the runtime
+// connection: what the runtime may send of an answer probed has not read
+// yet. Fixed (no BDP growth, which goes up to 16 MiB), so an ExecSync
+// answer waiting for the output budget holds no more than this.
+const streamWindow = 64 << 10
+
+// connWindow is the connection's: it is refilled as data arrives, so it
+// holds nothing back but the calls' throughput.
+const connWindow = 1 << 20
 
 // New returns the Runtime that Options select.
 //
@@ -47,18 +58,20 @@ func New(ctx context.Context, o Options) (Runtime, error) {
 		}
 	}
 	klog.FromContext(ctx).Info("Container runtime client", "type", typ, "endpoint", o.Endpoint, "requested", o.Type)
+	budget := newOutputBudget(o.OutputBudget)
 	switch typ {
 	case TypeNative:
-		return newContainerd(conn, o)
+		return newContainerd(conn, o, budget)
 	case TypeContainerdCRI:
-		return newContainerdCRI(conn, o)
+		return newContainerdCRI(conn, o, budget)
 	}
-	return newCRI(conn), nil
+	return newCRI(conn, budget), nil
 }
 
 func dial(endpoint string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint %s: %w", endpoint, err)

@@ -26,7 +26,8 @@ import (
 //
 // The exec itself is created by the CRI plugin, which does not say which
 // process it is: see pickExecRoot for how it is found. Output is buffered by
-// containerd as under the kubelet (up to 16 MiB per stream) and cut to 10 KiB.
+// containerd as under the kubelet (up to 16 MiB per stream); probed reads
+// at most MaxExecAnswerBytes of it (see CRI) and cuts it to 10 KiB.
 //
 // It needs what Containerd needs: hostPID for the kill, and no FIFO dir.
 type ContainerdCRI struct {
@@ -37,12 +38,12 @@ type ContainerdCRI struct {
 
 var _ Runtime = (*ContainerdCRI)(nil)
 
-func newContainerdCRI(conn *grpc.ClientConn, o Options) (*ContainerdCRI, error) {
-	native, err := newContainerd(conn, o)
+func newContainerdCRI(conn *grpc.ClientConn, o Options, budget *outputBudget) (*ContainerdCRI, error) {
+	native, err := newContainerd(conn, o, budget)
 	if err != nil {
 		return nil, err
 	}
-	return &ContainerdCRI{cri: newCRI(conn), native: native}, nil
+	return &ContainerdCRI{cri: newCRI(conn, budget), native: native}, nil
 }
 
 // Name is the runtime label in metrics.

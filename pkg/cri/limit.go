@@ -27,6 +27,13 @@ const DefaultMaxConcurrentExecs = 10
 // every other pod's execs still find one.
 const DefaultMaxConcurrentExecsPerPod = 2
 
+// ExecsInFlightPerShare is how many times its share of slots one pod may
+// have execs running, slots given up after the hold included: a pod whose
+// hung execs gave their slots up cannot start more than this, so it cannot
+// multiply its load on the runtime or its answers in probed's memory
+// (4 with the default share of 2).
+const ExecsInFlightPerShare = 2
+
 // DefaultExecSlotMaxHold is the suggested longest an exec keeps its slot
 // while others wait. An exec costs its CPU (about 20 ms) at its start; one
 // still running after half a second is waiting on something, not using
@@ -41,6 +48,8 @@ type LimitOptions struct {
 	MaxConcurrent int
 	// PerPod caps one pod's execs holding a slot;
 	// DefaultMaxConcurrentExecsPerPod when < 1, MaxConcurrent when above it.
+	// ExecsInFlightPerShare times it caps the pod's execs running, slots
+	// given up included.
 	PerPod int
 	// MaxHold is how long an exec keeps its slot while others wait, then
 	// runs on without it; DefaultExecSlotMaxHold when 0, never when < 0.
@@ -91,7 +100,7 @@ func NewLimitedWith(rt Runtime, o LimitOptions) *Limited {
 	return &Limited{
 		rt:    rt,
 		name:  RuntimeName(rt),
-		slots: newExecSlots(o.MaxConcurrent, o.PerPod, o.MaxHold, o.Clock, o.Metrics.observeSlotYield),
+		slots: newExecSlots(o.MaxConcurrent, o.PerPod, ExecsInFlightPerShare*min(o.PerPod, o.MaxConcurrent), o.MaxHold, o.Clock, o.Metrics.observeSlotYield),
 		clock: o.Clock,
 		m:     o.Metrics,
 	}

@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,8 +13,9 @@ const (
 	OutcomeNonzeroExit = "nonzero_exit" // ran, exit code != 0
 	OutcomeTimeout     = "timeout"      // the command ran out of its timeout
 	OutcomeError       = "error"        // could not run: no container, runtime down, ...
-	// OutcomeQueueTimeout: no exec slot freed within the probe's timeout;
-	// the command never ran, and the probe's result is thrown away.
+	// OutcomeQueueTimeout: no exec slot freed within the probe's timeout,
+	// or the node's output budget stayed spent (OutputBudgetError); the
+	// probe's result is thrown away.
 	OutcomeQueueTimeout = "queue_timeout"
 )
 
@@ -162,6 +164,14 @@ func execOutcome(exitCode int, err error) string {
 		return OutcomeNonzeroExit
 	case IsTimeout(err):
 		return OutcomeTimeout
+	case isThrottled(err):
+		return OutcomeQueueTimeout
 	}
 	return OutcomeError
+}
+
+// isThrottled: err is probed's own limit (Throttled() == true).
+func isThrottled(err error) bool {
+	var t interface{ Throttled() bool }
+	return errors.As(err, &t) && t.Throttled()
 }

@@ -44,6 +44,9 @@ type Options struct {
 	FIFODir string
 	// DetectTimeout bounds the auto-detection call; default 5s.
 	DetectTimeout time.Duration
+	// OutputBudget is the node-wide budget, in bytes, of exec output in
+	// probed's memory (see outputBudget); default DefaultExecOutputBudget.
+	OutputBudget int64
 }
 
 func (o *Options) complete() error {

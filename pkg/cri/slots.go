@@ -14,6 +14,8 @@ import (
 // What it promises:
 //   - At most total execs hold a slot at once, and at most perPod of one
 //     pod's.
+//   - At most maxInFlight of one pod's execs run at once, whether they hold
+//     a slot or gave it up: giving a slot up never lets a pod start more.
 //   - A freed slot goes to the pods that wait in turn (round robin): one
 //     exec of each waiting pod before a second of any; within a pod, first
 //     come, first served.
@@ -25,11 +27,12 @@ import (
 // golang.org/x/sync/semaphore queues all callers in one line; a pod with
 // ten waiting execs would then be served ten times before the next pod.
 type execSlots struct {
-	clock   clock.WithDelayedExecution
-	total   int
-	perPod  int
-	maxHold time.Duration
-	yielded func() // counts a slot given up; may be nil
+	clock       clock.WithDelayedExecution
+	total       int
+	perPod      int
+	maxInFlight int
+	maxHold     time.Duration
+	yielded     func() // counts a slot given up; may be nil
 
 	mu      sync.Mutex
 	used    int
@@ -39,11 +42,16 @@ type execSlots struct {
 	timer   clock.Timer // the next yield check; nil if none is due
 }
 
-// podSlots is one pod's share: its execs holding slots, and those waiting.
+// podSlots is one pod's share: its execs holding slots, those that gave
+// their slot up and still run, and those waiting.
 type podSlots struct {
 	held    int
+	yielded int
 	waiting []*slotWaiter
 }
+
+// inFlight is how many of the pod's execs run now.
+func (p *podSlots) inFlight() int { return p.held + p.yielded }
 
 // slotWaiter is an exec waiting for a slot; granted is closed with hold set.
 type slotWaiter struct {
@@ -52,19 +60,24 @@ type slotWaiter struct {
 	hold    *slotHold
 }
 
-// slotHold is a slot an exec holds until release, or until it yields it.
+// slotHold is a slot an exec holds until release, or until it yields it;
+// a yielded exec still counts against its pod's maxInFlight until release.
 type slotHold struct {
-	s     *execSlots
-	pod   string
-	since time.Time
-	gone  bool // released or yielded
+	s        *execSlots
+	pod      string
+	since    time.Time
+	yielded  bool // the slot was given up; the exec runs on
+	released bool
 }
 
-func newExecSlots(total, perPod int, maxHold time.Duration, c clock.WithDelayedExecution, yielded func()) *execSlots {
+func newExecSlots(total, perPod, maxInFlight int, maxHold time.Duration, c clock.WithDelayedExecution, yielded func()) *execSlots {
 	if perPod < 1 || perPod > total {
 		perPod = total
 	}
-	return &execSlots{clock: c, total: total, perPod: perPod, maxHold: maxHold, yielded: yielded, pods: map[string]*podSlots{}}
+	if maxInFlight < perPod {
+		maxInFlight = perPod
+	}
+	return &execSlots{clock: c, total: total, perPod: perPod, maxInFlight: maxInFlight, maxHold: maxHold, yielded: yielded, pods: map[string]*podSlots{}}
 }
 
 // acquire waits for a slot for one of pod's execs, at most wait (<= 0: no
@@ -72,7 +85,7 @@ func newExecSlots(total, perPod int, maxHold time.Duration, c clock.WithDelayedE
 func (s *execSlots) acquire(ctx context.Context, pod string, wait time.Duration) (*slotHold, bool) {
 	s.mu.Lock()
 	p := s.pod(pod)
-	if s.used < s.total && p.held < s.perPod && len(p.waiting) == 0 {
+	if s.used < s.total && s.mayStartLocked(p) && len(p.waiting) == 0 {
 		h := s.grantLocked(pod)
 		s.mu.Unlock()
 		return h, true
@@ -108,16 +121,28 @@ func (s *execSlots) acquire(ctx context.Context, pod string, wait time.Duration)
 	return nil, false
 }
 
-// release gives the slot back, unless it was given up already.
+// release ends the exec's claim: its slot, or, if it gave the slot up,
+// its place in its pod's execs in flight. Twice is once.
 func (h *slotHold) release() {
 	s := h.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.gone {
+	if h.released {
 		return
 	}
-	s.freeLocked(h)
+	h.released = true
+	if h.yielded {
+		s.pods[h.pod].yielded--
+	} else {
+		s.freeLocked(h)
+	}
+	s.dropIdleLocked(h.pod)
 	s.dispatchLocked()
+}
+
+// mayStartLocked: p is under its share of slots and its cap in flight.
+func (s *execSlots) mayStartLocked(p *podSlots) bool {
+	return p.held < s.perPod && p.inFlight() < s.maxInFlight
 }
 
 func (s *execSlots) pod(name string) *podSlots {
@@ -137,20 +162,22 @@ func (s *execSlots) grantLocked(pod string) *slotHold {
 	return h
 }
 
-// freeLocked takes h off the books.
+// freeLocked gives h's slot back.
 func (s *execSlots) freeLocked(h *slotHold) {
-	h.gone = true
 	s.used--
-	p := s.pods[h.pod]
-	p.held--
-	if p.held == 0 && len(p.waiting) == 0 {
-		delete(s.pods, h.pod)
-	}
+	s.pods[h.pod].held--
 	for i, x := range s.holders {
 		if x == h {
 			s.holders = append(s.holders[:i], s.holders[i+1:]...)
 			break
 		}
+	}
+}
+
+// dropIdleLocked forgets a pod with nothing in flight and no waiter.
+func (s *execSlots) dropIdleLocked(pod string) {
+	if p := s.pods[pod]; p.inFlight() == 0 && len(p.waiting) == 0 {
+		delete(s.pods, pod)
 	}
 }
 
@@ -176,10 +203,11 @@ func (s *execSlots) dispatchLocked() {
 	s.scheduleYieldLocked()
 }
 
-// nextTurnLocked is the index in turns of the first pod under its share.
+// nextTurnLocked is the index in turns of the first pod that may start
+// an exec.
 func (s *execSlots) nextTurnLocked() int {
 	for i, pod := range s.turns {
-		if s.pods[pod].held < s.perPod {
+		if s.mayStartLocked(s.pods[pod]) {
 			return i
 		}
 	}
@@ -202,17 +230,17 @@ func (s *execSlots) leaveLocked(w *slotWaiter) {
 				break
 			}
 		}
-		if p.held == 0 {
-			delete(s.pods, w.pod)
-		}
+		s.dropIdleLocked(w.pod)
 	}
 }
 
 // helpsLocked reports whether h giving up its slot would let a waiter in:
-// one of its own pod's, or one of a pod under its share.
+// one of its own pod's while the pod is under its cap in flight (h still
+// counts there), or one of a pod that may start an exec.
 func (s *execSlots) helpsLocked(h *slotHold) bool {
 	for _, pod := range s.turns {
-		if pod == h.pod || s.pods[pod].held < s.perPod {
+		p := s.pods[pod]
+		if (pod == h.pod && p.inFlight() < s.maxInFlight) || s.mayStartLocked(p) {
 			return true
 		}
 	}
@@ -242,6 +270,8 @@ func (s *execSlots) scheduleYieldLocked() {
 			return
 		}
 		s.freeLocked(h)
+		h.yielded = true
+		s.pods[h.pod].yielded++
 		if s.yielded != nil {
 			s.yielded()
 		}

@@ -199,7 +199,7 @@ func TestHungExecsYieldTheirSlots(t *testing.T) {
 // come, first served.
 func TestSlotsServePodsInTurn(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := newExecSlots(1, 1, -1, clk, nil)
+	s := newExecSlots(1, 1, 1, -1, clk, nil)
 	first, ok := s.acquire(context.Background(), "a", 0)
 	if !ok {
 		t.Fatal("no slot for the first exec")
@@ -250,7 +250,7 @@ func waitingLen(s *execSlots) int {
 // next release is not handed to it, and the books balance.
 func TestSlotWaitersLeave(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
-	s := newExecSlots(1, 1, -1, clk, nil)
+	s := newExecSlots(1, 1, 1, -1, clk, nil)
 	h, _ := s.acquire(context.Background(), "a", 0)
 
 	timedOut := make(chan bool, 1)
@@ -281,4 +281,69 @@ func TestSlotWaitersLeave(t *testing.T) {
 	if _, ok := s.acquire(context.Background(), "e", 0); !ok {
 		t.Fatal(errors.New("no slot after release"))
 	}
+}
+
+// Issue 30, item 2: a pod's hung execs give their slots up after the hold
+// limit, but a yield never lets the pod start more than
+// ExecsInFlightPerShare times its share. Before the cap, each yield let one
+// more of the pod's ten execs start, until all ten ran at once.
+func TestYieldsDoNotLiftAPodsCapInFlight(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	rt := newHangRuntime()
+	m := NewMetrics(nil)
+	l := NewLimitedWith(rt, LimitOptions{MaxConcurrent: 10, MaxHold: 500 * time.Millisecond, Clock: clk, Metrics: m})
+	release := hangAll(t, l, 10, "noisy")
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
+	const limit = ExecsInFlightPerShare * DefaultMaxConcurrentExecsPerPod
+	running := func() int { n, _ := rt.count("containerd://noisy"); return n }
+	eventually(t, "the noisy pod's share of slots taken", func() bool { return running() == DefaultMaxConcurrentExecsPerPod })
+
+	// Each step is one hold limit: the oldest holder yields to the pod's
+	// next exec while the pod is under its cap.
+	for step := range 10 {
+		clk.Step(500 * time.Millisecond)
+		eventually(t, fmt.Sprintf("step %d settled", step), func() bool {
+			l.slots.mu.Lock()
+			defer l.slots.mu.Unlock()
+			return running() == l.slots.pods["uid-noisy"].inFlight() && !yieldDueLocked(l.slots)
+		})
+		if n := running(); n > limit {
+			t.Fatalf("step %d: %d of the pod's execs run at once, over its cap of %d (%d × its share)", step, n, limit, ExecsInFlightPerShare)
+		}
+	}
+	if n := running(); n != limit {
+		t.Errorf("%d of the pod's execs run; want its cap, %d", n, limit)
+	}
+	if got := testutil.ToFloat64(m.yields); got != limit-DefaultMaxConcurrentExecsPerPod {
+		t.Errorf("slot yields = %v, want %d (one per exec the cap lets in)", got, limit-DefaultMaxConcurrentExecsPerPod)
+	}
+	// Another pod still gets a slot at once: the yielded execs hold none.
+	if err := victimExec(t, l); err != nil {
+		t.Fatalf("the victim's exec: %v", err)
+	}
+	// The ended execs, yielded or not, leave nothing on the books.
+	release()
+	released = true
+	l.slots.mu.Lock()
+	defer l.slots.mu.Unlock()
+	if l.slots.used != 0 || len(l.slots.pods) != 0 || len(l.slots.turns) != 0 || len(l.slots.holders) != 0 {
+		t.Errorf("left over: used %d, pods %v, turns %v, holders %d", l.slots.used, l.slots.pods, l.slots.turns, len(l.slots.holders))
+	}
+}
+
+// yieldDueLocked reports whether a holder is due to yield now: the slots'
+// timer has fired and its goroutine has yet to act.
+func yieldDueLocked(s *execSlots) bool {
+	now := s.clock.Now()
+	for _, h := range s.holders {
+		if !h.since.Add(s.maxHold).After(now) && s.helpsLocked(h) {
+			return true
+		}
+	}
+	return false
 }

@@ -48,6 +48,8 @@ func (r *Runner) runHTTPGet(ctx context.Context, pod *v1.Pod, container *v1.Cont
 	transport := &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity: pods serve self-signed certificates
 		DialContext:     prober.GuardedDialer(r.guard, target).DialContext,
+		// What a probe reads of a head, not the kubelet's 10 MB.
+		MaxResponseHeaderBytes: prober.MaxResponseHeaderBytes,
 	}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, CheckRedirect: prober.RedirectPolicy(r.guard, target)}

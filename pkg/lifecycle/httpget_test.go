@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -184,4 +185,40 @@ func TestHTTPGetHook(t *testing.T) {
 			t.Errorf("Run = %v, want the context's error", err)
 		}
 	})
+}
+
+// Issue 30, item 2: a preStop httpGet hook reads what a probe reads of a
+// response's head, MaxResponseHeaderBytes, not the kubelet's 10 MB: a
+// server that answers with 1 MiB of headers fails the hook, saying so,
+// where the kubelet would read them all and call the hook a success.
+func TestHTTPGetHookBoundsTheResponseHead(t *testing.T) {
+	var pad strings.Builder
+	for i := 0; pad.Len() < 1<<20; i++ {
+		fmt.Fprintf(&pad, "X-Pad-%d: %s\r\n", i, strings.Repeat("p", 1000))
+	}
+	raw := []byte("HTTP/1.1 200 OK\r\n" + pad.String() + "Content-Length: 0\r\n\r\n")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = c.Read(make([]byte, 4096))
+				_, _ = c.Write(raw)
+			}()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	hook := httpHook(v1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(int32(port))})
+	err = New(nil, Options{}).Run(context.Background(), testPod("127.0.0.1"), &v1.Container{Name: "app"}, "containerd://abc", hook)
+	if err == nil || !strings.Contains(err.Error(), "server response headers exceeded 32768 bytes") {
+		t.Fatalf("Run = %v; want the head refused past %d bytes", err, prober.MaxResponseHeaderBytes)
+	}
 }

@@ -39,14 +39,18 @@ type grpcProber struct {
 }
 
 func newGRPCProber(userAgent *UserAgent, guard *HostGuard) *grpcProber {
+	// What an answer may hold of probed's memory; the kubelet keeps
+	// grpc-go's 16 MiB of headers and 4 MiB message.
+	common := []grpc.DialOption{grpc.WithMaxHeaderListSize(MaxResponseHeaderBytes),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxGRPCAnswerBytes))}
 	return &grpcProber{
 		guard:     guard,
 		userAgent: userAgent,
 		// Probes carry no credentials, as in the kubelet.
-		plain: []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())},
+		plain: append(slices.Clip(common), grpc.WithTransportCredentials(insecure.NewCredentials())),
 		// KEP-4939: TLS, and no verification (the kubelet dials the pod IP,
 		// which no certificate names).
-		tls: []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))}, //nolint:gosec // upstream parity
+		tls: append(slices.Clip(common), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))), //nolint:gosec // upstream parity
 	}
 }
 

@@ -55,17 +55,19 @@ func newHTTPProber(userAgent *UserAgent, guard *HostGuard) *httpProber {
 
 // newTransport returns a Transport configured as the kubelet's probe
 // Transport (or, with h2c, as its h2c Transport: HTTP/2 over cleartext
-// with prior knowledge, nothing else), dialing through s. keepAlive keeps
+// with prior knowledge, nothing else), dialing through s, except that it
+// reads at most MaxResponseHeaderBytes of an answer's head. keepAlive keeps
 // the connection between probes ("probed.io/keepAlive").
 func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
 	dial := s.dialer(true).DialContext
 	if h2c {
 		t := &http.Transport{
-			DisableKeepAlives:  !keepAlive,
-			Proxy:              http.ProxyURL(nil),
-			DisableCompression: true,
-			DialContext:        dial,
-			Protocols:          new(http.Protocols),
+			DisableKeepAlives:      !keepAlive,
+			Proxy:                  http.ProxyURL(nil),
+			DisableCompression:     true,
+			DialContext:            dial,
+			Protocols:              new(http.Protocols),
+			MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		}
 		t.Protocols.SetUnencryptedHTTP2(true)
 		return t
@@ -80,6 +82,8 @@ func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
 		Proxy:              http.ProxyURL(nil),
 		DisableCompression: true, // no Accept-Encoding: gzip, which the kubelet does not send
 		DialContext:        dial,
+		// Also the HTTP/2 header list probed advertises.
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 	})
 }
 
@@ -147,7 +151,7 @@ func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (
 		if isRefused(err) {
 			return Unknown, "", err
 		}
-		return Failure, withholdResponseBytes(err), nil
+		return Failure, nameHeaderLimit(withholdResponseBytes(err)), nil
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -214,6 +218,16 @@ func kubeletHTTPOutcome(code int, body []byte) (Result, string) {
 	}
 	// The body is deliberately left out of what users see (kubernetes issue 99425).
 	return Failure, fmt.Sprintf("HTTP probe failed with statuscode: %d", code)
+}
+
+// nameHeaderLimit adds MaxResponseHeaderBytes to net/http's HTTP/2 texts
+// for a head over it, which do not say how large a head may be; its
+// HTTP/1 text does ("server response headers exceeded 32768 bytes").
+func nameHeaderLimit(text string) string {
+	if strings.HasSuffix(text, "response header list larger than advertised limit") || strings.HasSuffix(text, "header list too large") {
+		return fmt.Sprintf("%s (%d bytes)", text, MaxResponseHeaderBytes)
+	}
+	return text
 }
 
 // switchingGrace is how long past its timeout a probe reads the body of a

@@ -46,6 +46,20 @@ const (
 // MaxOutputBytes caps probe output kept in memory: HTTP bodies and exec output (the kubelet's 10 KiB).
 const MaxOutputBytes = 10 * 1024
 
+// MaxResponseHeaderBytes caps what probed reads of an answer's head: an
+// httpGet probe's (and a preStop httpGet hook's) status line and headers,
+// informational answers included, or the header list of an HTTP/2 answer;
+// a gRPC probe's headers and trailers. An answer over it fails the probe.
+// The kubelet keeps net/http's 10 MB and grpc-go's 16 MiB, which let one
+// probe hold megabytes of probed's memory; 32 KiB is more than real
+// servers send (nginx and Node.js refuse larger heads from their own
+// upstreams at 8 and 16 KiB).
+const MaxResponseHeaderBytes = 32 << 10
+
+// maxGRPCAnswerBytes caps a gRPC probe's answer message, a health status
+// of a few bytes (grpc-go's default, which the kubelet keeps, is 4 MiB).
+const maxGRPCAnswerBytes = 16 << 10
+
 // Target is where a probe runs: what the prober needs to know of the pod and container.
 type Target struct {
 	// PodIP is the default host for network probes.

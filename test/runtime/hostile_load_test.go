@@ -6,8 +6,6 @@ import (
 	"context"
 	"os"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,13 +141,4 @@ func TestHostileConcurrent(t *testing.T) {
 }
 
 // vmRSS is this process's resident set size, from /proc/self/status.
-func vmRSS() int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func vmRSS() int64 { return procStatus("self", "VmRSS") }

@@ -39,33 +39,42 @@ type Container struct {
 // RuntimeID is the ID as a pod status carries it: "containerd://<id>".
 func (c *Container) RuntimeID() string { return "containerd://" + c.ID }
 
+// PodMeta names a test pod as the API server would: the kubelet's labels
+// on its sandbox and containers carry it.
+type PodMeta struct {
+	Namespace, Name, UID string
+}
+
 // RunContainer creates a pod sandbox on the host network (no CNI needed) with
 // the container in its own PID namespace, as the kubelet does by default, and
 // starts the container. Remove it with RemovePod, or leave it to Stop.
-func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *Container, retErr error) {
+func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (*Container, error) {
 	if spec.Name == "" {
 		spec.Name = "c"
 	}
-	if spec.Image == "" {
-		spec.Image = BusyboxImage
-	}
 	suffix := randomSuffix()
-	podName, podNamespace, podUID := spec.Name+"-"+suffix, "probed-test", "uid-"+suffix
-	logDir := filepath.Join(h.path("logs"), podName)
+	cs, err := h.RunPod(ctx, PodMeta{Namespace: "probed-test", Name: spec.Name + "-" + suffix, UID: "uid-" + suffix}, spec)
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// RunPod creates one pod sandbox named by pod, as RunContainer does, and
+// starts each container in it, in order. Remove it with RemovePod (of any
+// of its containers' PodSandboxID), or leave it to Stop.
+func (h *Containerd) RunPod(ctx context.Context, pod PodMeta, specs ...ContainerSpec) (_ []*Container, retErr error) {
+	logDir := filepath.Join(h.path("logs"), pod.Namespace+"_"+pod.Name)
 	// The kubelet's labels (kuberuntime's newPodLabels and
 	// newContainerLabels), which probed checks before an exec or a stop.
 	podLabels := map[string]string{
-		"io.kubernetes.pod.name":      podName,
-		"io.kubernetes.pod.namespace": podNamespace,
-		"io.kubernetes.pod.uid":       podUID,
-	}
-	containerLabels := map[string]string{"io.kubernetes.container.name": spec.Name}
-	for k, v := range podLabels {
-		containerLabels[k] = v
+		"io.kubernetes.pod.name":      pod.Name,
+		"io.kubernetes.pod.namespace": pod.Namespace,
+		"io.kubernetes.pod.uid":       pod.UID,
 	}
 	sandboxCfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
-			Name: podName, Namespace: podNamespace, Uid: podUID,
+			Name: pod.Name, Namespace: pod.Namespace, Uid: pod.UID,
 		},
 		Labels:       podLabels,
 		LogDirectory: logDir,
@@ -90,7 +99,30 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 			_ = h.RemovePod(context.WithoutCancel(ctx), sb.PodSandboxId)
 		}
 	}()
+	var out []*Container
+	for _, spec := range specs {
+		id, err := h.startContainer(ctx, sb.PodSandboxId, sandboxCfg, podLabels, spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Container{PodSandboxID: sb.PodSandboxId, ID: id,
+			PodNamespace: pod.Namespace, PodName: pod.Name, PodUID: pod.UID, Name: spec.Name})
+	}
+	return out, nil
+}
 
+// startContainer creates and starts one container of a sandbox.
+func (h *Containerd) startContainer(ctx context.Context, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, podLabels map[string]string, spec ContainerSpec) (string, error) {
+	if spec.Name == "" {
+		spec.Name = "c"
+	}
+	if spec.Image == "" {
+		spec.Image = BusyboxImage
+	}
+	containerLabels := map[string]string{"io.kubernetes.container.name": spec.Name}
+	for k, v := range podLabels {
+		containerLabels[k] = v
+	}
 	var envs []*runtimeapi.KeyValue
 	for _, e := range spec.Env {
 		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
@@ -109,7 +141,7 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *spec.RunAsGroup}
 	}
 	cc, err := h.cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-		PodSandboxId: sb.PodSandboxId,
+		PodSandboxId: sandboxID,
 		Config: &runtimeapi.ContainerConfig{
 			Metadata:   &runtimeapi.ContainerMetadata{Name: spec.Name},
 			Labels:     containerLabels,
@@ -124,13 +156,12 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 		SandboxConfig: sandboxCfg,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create container: %w", err)
+		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	if _, err := h.cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: cc.ContainerId}); err != nil {
-		return nil, fmt.Errorf("start container: %w", err)
+		return "", fmt.Errorf("start container %s: %w", spec.Name, err)
 	}
-	return &Container{PodSandboxID: sb.PodSandboxId, ID: cc.ContainerId,
-		PodNamespace: podNamespace, PodName: podName, PodUID: podUID, Name: spec.Name}, nil
+	return cc.ContainerId, nil
 }
 
 // RemovePod stops and removes a pod sandbox and its containers.

@@ -37,9 +37,10 @@ func readerToken(ctx context.Context, name string, clusterRoles ...string) (stri
 			return "", fmt.Errorf("binding %s to %s: %w", name, role, err)
 		}
 	}
-	// `kubectl create token`: long enough for the whole tier.
+	// `kubectl create token --audience probed`: long enough for the whole
+	// tier, and for probed's audience (--endpoint-token-audiences).
 	tr, err := client.CoreV1().ServiceAccounts(scraperNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(6 * 3600))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(6 * 3600)), Audiences: []string{"probed"}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token for %s: %w", name, err)

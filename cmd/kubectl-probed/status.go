@@ -63,7 +63,7 @@ func (o *options) status(cmd *cobra.Command, name string, pf *genericclioptions.
 	if err != nil {
 		return err
 	}
-	s, err := probedclient.Open(ctx, client, cfg, pp, o.tls)
+	s, err := probedclient.Open(ctx, client, cfg, pp, o.probedOptions(client))
 	if err != nil {
 		return err
 	}

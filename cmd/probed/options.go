@@ -170,7 +170,7 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("--endpoint-token-audiences: at least one audience"))
 	}
 	if o.HealthAddr != "" {
-		if err := endpoints.CheckInsecureAddr(o.HealthAddr); err != nil {
+		if err := endpoints.CheckHealthAddr(o.HealthAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--health-bind-address=%w", err))
 		}
 	}

@@ -110,12 +110,22 @@ func handlers(o Options) (main, health http.Handler, err error) {
 // CheckInsecureAddr refuses plain HTTP on anything but a loopback address:
 // probed runs on the host network, so any other address is the node's.
 func CheckInsecureAddr(addr string) error {
+	return checkLoopback(addr, "plain HTTP without authentication is for development on 127.0.0.1 or [::1] only")
+}
+
+// CheckHealthAddr refuses a health address that is not a loopback one: it
+// serves plain HTTP, and is the kubelet's alone.
+func CheckHealthAddr(addr string) error {
+	return checkLoopback(addr, "the health listener serves plain HTTP to the kubelet, on 127.0.0.1 or [::1] only")
+}
+
+func checkLoopback(addr, why string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%q: %w", addr, err)
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("%q is not a loopback address: plain HTTP without authentication is for development on 127.0.0.1 or [::1] only", addr)
+		return fmt.Errorf("%q is not a loopback address: %s", addr, why)
 	}
 	return nil
 }
@@ -125,7 +135,7 @@ func CheckInsecureAddr(addr string) error {
 func Serve(ctx context.Context, o Options) error {
 	var health net.Listener
 	if o.HealthAddr != "" {
-		if err := CheckInsecureAddr(o.HealthAddr); err != nil {
+		if err := CheckHealthAddr(o.HealthAddr); err != nil {
 			return fmt.Errorf("health address: %w", err)
 		}
 		ln, err := net.Listen("tcp", o.HealthAddr)
@@ -156,7 +166,7 @@ func ServeListeners(ctx context.Context, ln, health net.Listener, o Options) err
 	defer ln.Close()
 	if health != nil {
 		defer health.Close()
-		if err := CheckInsecureAddr(health.Addr().String()); err != nil {
+		if err := CheckHealthAddr(health.Addr().String()); err != nil {
 			return fmt.Errorf("health address: %w", err)
 		}
 	}

@@ -78,7 +78,21 @@ func TestKubectlPlugin(t *testing.T) {
 	// Wait until probed has a few failures for the pod (read as admin).
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		body, err := nd.ProbedGet(ctx, "/debug/probes?namespace="+testNS+"&pod="+pod.Name)
-		return err == nil && strings.Count(string(body), `"failure"`) >= 4, nil
+		var entries []struct {
+			History []struct {
+				Result string `json:"result"`
+			} `json:"history"`
+		}
+		if err != nil || json.Unmarshal(body, &entries) != nil || len(entries) != 1 {
+			return false, nil
+		}
+		failures := 0
+		for _, h := range entries[0].History {
+			if h.Result == "failure" {
+				failures++
+			}
+		}
+		return failures >= 4, nil
 	}); err != nil {
 		t.Fatalf("probed never failed the pod's readiness probe 3 times: %v", err)
 	}

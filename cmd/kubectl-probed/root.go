@@ -29,6 +29,7 @@ type options struct {
 	probedNS string
 	selector string
 	tls      probedclient.TLSOptions
+	token    probedclient.TokenOptions
 	streams  streams
 	clock    clock.PassiveClock
 	convert  convertFunc
@@ -60,9 +61,11 @@ func newRoot(s streams, clk clock.PassiveClock, convert convertFunc) *cobra.Comm
 		Long: `Inspect probed, the node-side probing daemon: what its probes do and cost.
 
 status and top read probed's /debug/probes and /metrics on the node, through
-the API server (a port-forward to the probed pod) and with your own token:
-you need get and create on pods/portforward in probed's namespace and the ClusterRole
-probed-debug-reader (status) or probed-metrics-reader (top).`,
+the API server (a port-forward to the probed pod). Your own credentials go to
+the API server only: probed is shown a 10-minute token of the service account
+probed-plugin, issued for probed alone, over TLS verified against the CA the
+probed pod publishes. You need the Role probed-plugin-user in probed's
+namespace (deploy/kubectl-plugin.yaml).`,
 		Version:       version.String("kubectl-probed"),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -73,9 +76,9 @@ probed-debug-reader (status) or probed-metrics-reader (top).`,
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
 	pf := root.PersistentFlags()
-	// probed authorizes the caller's own token and refuses impersonation
-	// (probedclient): do not offer --as, --as-group, --as-uid,
-	// --as-user-extra.
+	// probed sees the plugin's service account's token, whoever asks
+	// (probedclient): --as, --as-group, --as-uid and --as-user-extra are
+	// not offered.
 	o.kube.Impersonate, o.kube.ImpersonateGroup, o.kube.ImpersonateUID, o.kube.ImpersonateUserExtra = nil, nil, nil, nil
 	o.kube.AddFlags(pf)
 	// -v is klog's verbosity, as in kubectl (client-go logs its requests
@@ -86,8 +89,11 @@ probed-debug-reader (status) or probed-metrics-reader (top).`,
 	pf.AddGoFlag(klogFlags.Lookup("vmodule"))
 	pf.StringVar(&o.probedNS, "probed-namespace", probedclient.DefaultNamespace, "the namespace of probed's DaemonSet")
 	pf.StringVar(&o.selector, "probed-selector", probedclient.DefaultSelector, "the labels of probed's pods")
-	pf.StringVar(&o.tls.CAFile, "probed-ca-file", "", "verify probed's serving certificate against this CA (probed's --tls-cert-file); without it the certificate is not verified")
-	pf.StringVar(&o.tls.ServerName, "probed-server-name", "", "the name to check in probed's certificate (default: 127.0.0.1, the port-forward's end)")
+	pf.StringVar(&o.tls.CAFile, "probed-ca-file", "", "verify probed's serving certificate against this CA (for probed's --tls-cert-file) instead of the CA the probed pod publishes")
+	pf.StringVar(&o.tls.ServerName, "probed-server-name", "", "the name to check in probed's certificate (default: the node's name; with --probed-ca-file, 127.0.0.1, the port-forward's end)")
+	pf.BoolVar(&o.tls.InsecureSkipVerify, "probed-insecure-skip-tls-verify", false, "do not verify probed's certificate: whatever answers on probed's port gets the (short-lived, probed-only) token")
+	pf.StringVar(&o.token.ServiceAccount, "probed-service-account", probedclient.DefaultServiceAccount, "the service account, in --probed-namespace, whose short-lived token is shown to probed (needs create on its serviceaccounts/token)")
+	pf.StringVar(&o.token.Audience, "probed-token-audience", probedclient.DefaultAudience, "the audience of that token: one of probed's --endpoint-token-audiences")
 	root.AddCommand(newStatus(o), newTop(o), newConvert(o))
 	return root
 }

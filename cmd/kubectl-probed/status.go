@@ -178,7 +178,7 @@ func (o *options) status(ctx context.Context, name string, pf *genericclioptions
 	if err != nil {
 		return err
 	}
-	s, err := probedclient.Open(ctx, client, cfg, pp, o.tls)
+	s, err := probedclient.Open(ctx, client, cfg, pp, o.probedOptions(client))
 	if err != nil {
 		return err
 	}

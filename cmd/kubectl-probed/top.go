@@ -89,12 +89,14 @@ func (o *options) top(ctx context.Context, t topOptions) error {
 			return fmt.Errorf("no running probed pod (namespace %s, selector %s)", loc.Namespace, loc.Selector)
 		}
 	}
+	// One token for every node's scrapes.
+	po := o.probedOptions(client)
 	scrape := func(ctx context.Context, node string) ([]byte, error) {
 		pp, err := loc.Pod(ctx, node)
 		if err != nil {
 			return nil, err
 		}
-		s, err := probedclient.Open(ctx, client, cfg, pp, o.tls)
+		s, err := probedclient.Open(ctx, client, cfg, pp, po)
 		if err != nil {
 			return nil, err
 		}

@@ -17,10 +17,11 @@ type apiClients struct {
 	status kubernetes.Interface
 	// events records Events (--event-qps).
 	events kubernetes.Interface
-	// reviews makes the endpoints' TokenReviews and SubjectAccessReviews
-	// (--auth-review-qps): every made-up bearer token sent to /metrics
-	// costs one, and anyone who reaches the port can send them.
-	reviews kubernetes.Interface
+	// reviews configures the client of the endpoints' TokenReviews and
+	// SubjectAccessReviews (--auth-review-qps): every made-up bearer token
+	// sent to /metrics costs one, and anyone who reaches the port can send
+	// them.
+	reviews *rest.Config
 }
 
 func newAPIClients(cfg *rest.Config, o *options) (*apiClients, error) {
@@ -32,11 +33,7 @@ func newAPIClients(cfg *rest.Config, o *options) (*apiClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the events API client: %w", err)
 	}
-	reviews, err := kubernetes.NewForConfig(reviewConfig(cfg, o))
-	if err != nil {
-		return nil, fmt.Errorf("building the endpoint authentication API client: %w", err)
-	}
-	return &apiClients{status: status, events: events, reviews: reviews}, nil
+	return &apiClients{status: status, events: events, reviews: reviewConfig(cfg, o)}, nil
 }
 
 // reviewConfig is cfg with the review client's own rate limit and a user
@@ -56,7 +53,10 @@ func endpointAuth(c *apiClients, o *options) (*endpoints.Auth, error) {
 	if o.MetricsInsecure {
 		return nil, nil
 	}
-	a, err := endpoints.DelegatedAuth(c.reviews.AuthenticationV1(), c.reviews.AuthorizationV1())
+	a, err := endpoints.DelegatedAuth(c.reviews, endpoints.AuthOptions{
+		Audiences:              o.tokenAudiences(),
+		MetricsAPIServerTokens: o.MetricsAPIServerTokens,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -81,6 +82,18 @@ type options struct {
 	// TLSCertFile and TLSKeyFile serve the endpoints; a self-signed
 	// certificate when both are empty.
 	TLSCertFile, TLSKeyFile string
+	// PublishServingCA publishes the self-signed certificate's CA
+	// (pkg/servingca) for the kubectl plugin to verify.
+	PublishServingCA bool
+	// HealthAddr is --health-bind-address: /healthz and /readyz alone, on
+	// loopback, for the kubelet's probes.
+	HealthAddr string
+	// EndpointTokenAudiences are the audiences a caller's token must be
+	// issued for (comma-separated).
+	EndpointTokenAudiences string
+	// MetricsAPIServerTokens lets /metrics accept tokens issued for the
+	// API server too.
+	MetricsAPIServerTokens bool
 	// ProbeResultChangeEvents is --probe-result-change-events.
 	ProbeResultChangeEvents bool
 	// RequireApprovedReach is --require-approved-reach (docs/security.md).
@@ -105,6 +118,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure-serving", false, "development only: serve /metrics and /debug/probes over plain HTTP with no authentication; --metrics-bind-address must then be a loopback address")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
+	fs.BoolVar(&o.PublishServingCA, "publish-serving-ca", true, "publish the self-signed serving certificate's CA in a ConfigMap named after probed's pod, in its namespace and owned by it ($POD_NAME, $POD_NAMESPACE and $POD_UID from the downward API), so that kubectl probed verifies probed's TLS")
+	fs.StringVar(&o.HealthAddr, "health-bind-address", "", "a loopback address that serves /healthz and /readyz alone, over plain HTTP, for the kubelet's probes (e.g. 127.0.0.1:9810): no caller of --metrics-bind-address can starve them; empty: none")
+	fs.StringVar(&o.EndpointTokenAudiences, "endpoint-token-audiences", endpoints.DefaultAudience, "comma-separated audiences a bearer token sent to /metrics, /debug/ and /readyz?verbose must be issued for (kubectl probed's tokens are issued for \"probed\"); a token issued for the API server is refused, so a token that works against the API server is never needed here")
+	fs.BoolVar(&o.MetricsAPIServerTokens, "metrics-api-server-tokens", true, "/metrics also accepts tokens issued for the API server's own audiences, as a Prometheus Operator PodMonitor sends (a Secret's token); false: /metrics, too, needs --endpoint-token-audiences")
 	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
 		livenessRestart, livenessEventOnly)
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node number of exec slots: an exec probe starts only once it holds one (it may give it up after --exec-slot-max-hold while others wait, and run on)")
@@ -150,6 +167,14 @@ func (o *options) validate() error {
 			errs = append(errs, errors.New("--metrics-insecure-serving serves no TLS: drop --tls-cert-file and --tls-private-key-file"))
 		}
 	}
+	if len(o.tokenAudiences()) == 0 && !o.MetricsInsecure {
+		errs = append(errs, errors.New("--endpoint-token-audiences: at least one audience"))
+	}
+	if o.HealthAddr != "" {
+		if err := endpoints.CheckHealthAddr(o.HealthAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--health-bind-address=%w", err))
+		}
+	}
 	if o.LivenessRestartBudget < 0 {
 		errs = append(errs, fmt.Errorf("--liveness-restart-budget=%d: must be 0 (unlimited) or more", o.LivenessRestartBudget))
 	}
@@ -178,4 +203,15 @@ func (o *options) validate() error {
 		errs = append(errs, errors.New("--auth-review-qps and --auth-review-burst must be positive"))
 	}
 	return errors.Join(errs...)
+}
+
+// tokenAudiences is --endpoint-token-audiences as a list.
+func (o *options) tokenAudiences() []string {
+	var out []string
+	for _, a := range strings.Split(o.EndpointTokenAudiences, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -183,6 +183,10 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	cert, caPublisher, err := servingCert(o, client)
+	if err != nil {
+		return err
+	}
 
 	// Shutdown order: stop the workers first, then let the writer flush what
 	// they last decided; nothing is flipped on the way out.
@@ -202,18 +206,22 @@ func run(ctx context.Context, o *options) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); manager.FollowNodeVersion(mgrCtx, client, o.NodeName, userAgent) }()
 	}
+	if caPublisher != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); caPublisher.Run(mgrCtx) }()
+	}
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()
 
 	serveErr := make(chan error, 1)
 	go func() {
 		serveErr <- endpoints.Serve(ctx, endpoints.Options{
-			Addr:     o.MetricsAddr,
-			Gatherer: reg,
-			Auth:     auth,
-			Insecure: o.MetricsInsecure,
-			Cert: endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile,
-				Hosts: []string{o.NodeName, "localhost", "127.0.0.1", "::1"}},
+			Addr:       o.MetricsAddr,
+			HealthAddr: o.HealthAddr,
+			Gatherer:   reg,
+			Auth:       auth,
+			Insecure:   o.MetricsInsecure,
+			Cert:       cert,
 			Ready: []endpoints.Check{
 				{Name: "informer-synced", Fn: func(context.Context) error {
 					if !podInformer.HasSynced() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/worker"
@@ -121,9 +121,10 @@ func TestGuardedPaths(t *testing.T) {
 // fakeAPIServer answers TokenReviews (one known token) and
 // SubjectAccessReviews (get /metrics only), and counts them.
 type fakeAPIServer struct {
-	mu      sync.Mutex
-	reviews map[string]int
-	sar     authzv1.SubjectAccessReviewSpec
+	mu        sync.Mutex
+	reviews   map[string]int
+	sar       authzv1.SubjectAccessReviewSpec
+	audiences []string
 }
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,8 +136,16 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var tr authnv1.TokenReview
 		_ = json.NewDecoder(r.Body).Decode(&tr)
 		f.reviews["token"]++
-		if tr.Spec.Token == "scraper-token" {
-			tr.Status = authnv1.TokenReviewStatus{Authenticated: true,
+		f.audiences = tr.Spec.Audiences
+		// As kube-apiserver: a token is valid for the audiences it was
+		// issued for; a review that names none asks for the API server's.
+		issuedFor := map[string]string{"scraper-token": DefaultAudience, "api-token": "https://kubernetes.default.svc"}[tr.Spec.Token]
+		asked := tr.Spec.Audiences
+		if len(asked) == 0 {
+			asked = []string{"https://kubernetes.default.svc"}
+		}
+		if issuedFor != "" && slices.Contains(asked, issuedFor) {
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: []string{issuedFor},
 				User: authnv1.UserInfo{Username: "system:serviceaccount:monitoring:prometheus", Groups: []string{"system:serviceaccounts"}}}
 		}
 		_ = json.NewEncoder(w).Encode(tr)
@@ -159,8 +168,7 @@ func TestDelegatedAuthReviewsAndCaches(t *testing.T) {
 	api := &fakeAPIServer{reviews: map[string]int{}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	client := kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL})
-	auth, err := DelegatedAuth(client.AuthenticationV1(), client.AuthorizationV1())
+	auth, err := DelegatedAuth(&rest.Config{Host: srv.URL}, AuthOptions{Audiences: []string{DefaultAudience}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +185,9 @@ func TestDelegatedAuthReviewsAndCaches(t *testing.T) {
 	if api.reviews["token"] != 1 || api.reviews["access"] != 1 {
 		t.Errorf("3 scrapes made %d TokenReviews and %d SubjectAccessReviews, want 1 each (cached)", api.reviews["token"], api.reviews["access"])
 	}
+	if !slices.Equal(api.audiences, []string{DefaultAudience}) {
+		t.Errorf("TokenReview spec.audiences = %q, want [%s]", api.audiences, DefaultAudience)
+	}
 	if sar := api.sar; sar.User != "system:serviceaccount:monitoring:prometheus" || sar.NonResourceAttributes == nil ||
 		sar.NonResourceAttributes.Verb != "get" || sar.ResourceAttributes != nil {
 		t.Errorf("SubjectAccessReview spec %+v, want the scraper's user, verb get on a non-resource path", sar)
@@ -187,5 +198,41 @@ func TestDelegatedAuthReviewsAndCaches(t *testing.T) {
 	}
 	if code, _ := getAs(t, h, "/metrics", "other-token"); code != 401 {
 		t.Errorf("/metrics with a token the API server does not know: %d, want 401", code)
+	}
+}
+
+// A token issued for the API server (an operator's, or one made without
+// --audience) is refused on every guarded path: probed accepts only tokens
+// issued for its own audience. /metrics may accept API server tokens too
+// (a PodMonitor's Secret), and then still accepts probed's own.
+func TestDelegatedAuthAudiences(t *testing.T) {
+	srv := httptest.NewServer(&fakeAPIServer{reviews: map[string]int{}})
+	defer srv.Close()
+	for _, apiTokensOnMetrics := range []bool{false, true} {
+		auth, err := DelegatedAuth(&rest.Config{Host: srv.URL}, AuthOptions{Audiences: []string{DefaultAudience}, MetricsAPIServerTokens: apiTokensOnMetrics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := Handler(Options{Gatherer: testRegistry(), Auth: &auth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		metricsWithAPIToken := http.StatusUnauthorized
+		if apiTokensOnMetrics {
+			metricsWithAPIToken = http.StatusOK
+		}
+		for _, tc := range []struct {
+			path, token string
+			code        int
+		}{
+			{"/metrics", "scraper-token", http.StatusOK},
+			{"/metrics", "api-token", metricsWithAPIToken},
+			{"/debug/probes", "api-token", http.StatusUnauthorized},
+			{"/readyz?verbose", "api-token", http.StatusUnauthorized},
+		} {
+			if code, body := getAs(t, h, tc.path, tc.token); code != tc.code {
+				t.Errorf("API server tokens on /metrics %v: %s with %s: %d %q, want %d", apiTokensOnMetrics, tc.path, tc.token, code, body, tc.code)
+			}
+		}
 	}
 }

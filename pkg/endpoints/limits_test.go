@@ -3,57 +3,79 @@ package endpoints
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
-// slowAuth holds every token but "reader" in authentication until release
-// is closed, as a TokenReview stuck behind the API server would; waiting
-// says how many are held.
-type slowAuth struct {
+// heldAPIServer is an API server whose reviews of strangers hang until
+// release is closed, as reviews stuck behind a loaded API server would.
+// The token "scraper" is probed's audience's and may get every path; tokens
+// "user-<n>" are valid but their SubjectAccessReviews hang; every other
+// token's TokenReview hangs, then fails.
+type heldAPIServer struct {
 	release chan struct{}
 	mu      sync.Mutex
-	waiting int
+	held    map[string]int // reviews hanging, by kind: "token" or "access"
 }
 
-func (s *slowAuth) held() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting
+func (f *heldAPIServer) hold(ctx context.Context, kind string) {
+	f.mu.Lock()
+	f.held[kind]++
+	f.mu.Unlock()
+	defer func() { f.mu.Lock(); f.held[kind]--; f.mu.Unlock() }()
+	select {
+	case <-f.release:
+	case <-ctx.Done():
+	}
 }
 
-func (s *slowAuth) auth() *Auth {
-	tokens := authenticator.TokenFunc(func(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-		if token == "reader" {
-			return &authenticator.Response{User: &user.DefaultInfo{Name: token}}, true, nil
+func (f *heldAPIServer) holding(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.held[kind]
+}
+
+func (f *heldAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/apis/authentication.k8s.io/v1/tokenreviews":
+		var tr authnv1.TokenReview
+		_ = json.NewDecoder(r.Body).Decode(&tr)
+		switch tok := tr.Spec.Token; {
+		case tok == "scraper" || strings.HasPrefix(tok, "user-"):
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences, User: authnv1.UserInfo{Username: tok}}
+		default:
+			f.hold(r.Context(), "token")
 		}
-		s.mu.Lock()
-		s.waiting++
-		s.mu.Unlock()
-		defer func() { s.mu.Lock(); s.waiting--; s.mu.Unlock() }()
-		select {
-		case <-s.release:
-		case <-ctx.Done():
+		_ = json.NewEncoder(w).Encode(tr)
+	case "/apis/authorization.k8s.io/v1/subjectaccessreviews":
+		var sar authzv1.SubjectAccessReview
+		_ = json.NewDecoder(r.Body).Decode(&sar)
+		if sar.Spec.User != "scraper" {
+			f.hold(r.Context(), "access")
 		}
-		return nil, false, nil
-	})
-	return &Auth{
-		Authenticator: bearertoken.New(tokens),
-		Authorizer: authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
-			return authorizer.DecisionAllow, "", nil
-		}),
+		sar.Status.Allowed = sar.Spec.User == "scraper"
+		_ = json.NewEncoder(w).Encode(sar)
+	default:
+		http.NotFound(w, r)
 	}
 }
 
@@ -69,66 +91,98 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// Requests still being authenticated are capped: past the cap, 429 at once
-// with Retry-After, on every guarded path alike; an authorized request gives
-// its place back before its handler runs, and places come back when the
-// stuck ones end.
-func TestUnauthenticatedInFlightCap(t *testing.T) {
+// Reviews in flight are capped, TokenReviews and SubjectAccessReviews each
+// on their own: a caller that needs one more gets 429 at once, with
+// Retry-After, on every guarded path alike. A scraper whose token and
+// access the API server already answered is decided from the caches and
+// gets 200 however many strangers wait (issue 30: it got 429 while 16
+// made-up tokens were under review). Places come back when the stuck
+// reviews end.
+func TestReviewCapSparesKnownCallers(t *testing.T) {
 	const max = 3
-	slow := &slowAuth{release: make(chan struct{})}
-	h, err := Handler(Options{Gatherer: testRegistry(), Auth: slow.auth(), MaxUnauthenticatedInFlight: max})
+	api := &heldAPIServer{release: make(chan struct{}), held: map[string]int{}}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(api.release)
+		}
+	}
+	defer release()
+	auth, err := DelegatedAuth(&rest.Config{Host: srv.URL}, AuthOptions{Audiences: []string{DefaultAudience}, MaxTokenReviews: max, MaxAccessReviews: max})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
+	h, err := Handler(Options{Gatherer: testRegistry(), Auth: &auth, Probes: func() []worker.Snapshot { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scraper, once: its token and access are now cached.
+	if code, body := getAs(t, h, "/metrics", "scraper"); code != http.StatusOK {
+		t.Fatalf("first scrape: %d %q", code, body)
+	}
+
+	// Valid users without a grant, their access reviews hanging; then
+	// made-up tokens, their token reviews hanging.
+	for i := range max {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, body := getAs(t, h, "/metrics", fmt.Sprintf("user-%d", i)); code != http.StatusForbidden {
+				t.Errorf("a user without the grant once released: %d %q, want 403", code, body)
+			}
+		}()
+	}
+	waitFor(t, "the access reviews held", func() bool { return api.holding("access") == max })
+	if code, _ := getAs(t, h, "/metrics", "user-other"); code != http.StatusTooManyRequests || api.holding("access") > max {
+		t.Errorf("another user while %d access reviews hang: %d (%d held), want 429 and no review", max, code, api.holding("access"))
+	}
 	for i := range max {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			path := []string{"/metrics", "/debug/probes"}[i%2]
-			if code, body := getAs(t, h, path, "made-up-token"); code != http.StatusUnauthorized {
+			if code, body := getAs(t, h, path, fmt.Sprintf("made-up-%d", i)); code != http.StatusUnauthorized {
 				t.Errorf("a made-up token once released: %d %q, want 401", code, body)
 			}
 		}()
 	}
-	waitFor(t, "the made-up tokens held in authentication", func() bool { return slow.held() == max })
+	waitFor(t, "the reviews held", func() bool { return api.holding("token") == max && api.holding("access") == max })
 
 	for _, path := range []string{"/metrics", "/debug/probes"} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.Header.Set("Authorization", "Bearer another-made-up-token")
-		done := make(chan struct{})
-		go func() { defer close(done); h.ServeHTTP(rec, req) }()
-		waitFor(t, "the request past the cap answered, or held", func() bool {
-			select {
-			case <-done:
-				return true
-			default:
-				return slow.held() > max
-			}
-		})
-		if held := slow.held(); held > max {
-			close(slow.release) // unblock everything before failing
-			<-done
-			wg.Wait()
-			t.Fatalf("%s: a request past the cap of %d went on to authentication (%d held); want 429", path, max, held)
-		}
-		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
-			t.Errorf("%s past the cap: %d (Retry-After %q), want 429 with Retry-After", path, rec.Code, rec.Header().Get("Retry-After"))
+		code, _ := getAs(t, h, path, "another-made-up-token")
+		if code != http.StatusTooManyRequests || api.holding("token") > max {
+			t.Errorf("%s with another made-up token while %d token reviews hang: %d (%d held), want 429 and no review", path, max, code, api.holding("token"))
 		}
 	}
-	// The open paths are not behind the cap.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Authorization", "Bearer yet-another")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || rec.Header().Get("Connection") != "close" {
+		t.Errorf("past the cap: %d, Retry-After %q, Connection %q; want 429 with Retry-After, closing", rec.Code, rec.Header().Get("Retry-After"), rec.Header().Get("Connection"))
+	}
+	// The known scraper is not behind them.
+	for i := range 2 * max {
+		if code, body := getAs(t, h, "/metrics", "scraper"); code != http.StatusOK {
+			t.Fatalf("cached scraper, request %d, while the reviews hang: %d %q, want 200", i, code, body)
+		}
+	}
 	if code, _ := getAs(t, h, "/healthz", ""); code != http.StatusOK {
-		t.Errorf("/healthz while the cap is full: %d", code)
+		t.Errorf("/healthz while the reviews hang: %d", code)
 	}
 
-	close(slow.release)
+	release()
 	wg.Wait()
-	// Authorized requests leave their place at once: more of them in a row
-	// than the cap all pass.
+	waitFor(t, "the reviews ended", func() bool { return api.holding("token") == 0 && api.holding("access") == 0 })
+	// Places are back: new strangers are reviewed (401), not refused (429).
 	for i := range 2 * max {
-		if code, body := getAs(t, h, "/metrics", "reader"); code != http.StatusOK {
-			t.Fatalf("authorized scrape %d after the stuck ones ended: %d %q", i, code, body)
+		if code, _ := getAs(t, h, "/metrics", fmt.Sprintf("later-%d", i)); code != http.StatusUnauthorized {
+			t.Fatalf("made-up token %d after the stuck ones ended: %d, want 401", i, code)
 		}
 	}
 }
@@ -212,5 +266,139 @@ func TestConnectionLimit(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the waiting connection got %d", resp.StatusCode)
+	}
+}
+
+// fromSource is an HTTPS client whose connections come from the loopback
+// address src, with timeout.
+func fromSource(src string, timeout time.Duration) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: d.DialContext,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
+}
+
+// issue 30: 64 idle sockets from one pod, reopened as they closed, made 3 of
+// 3 /healthz probes with a 1 s timeout fail, so the kubelet restarted
+// probed. Now the kubelet's probes go to a loopback listener of their own,
+// and one source holds at most MaxConnectionsPerSource of the main port's
+// connections (the rest are closed at once), so other callers still get in.
+func TestIdleSocketsStarveNothing(t *testing.T) {
+	main, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// Silent sockets are held for 30 s, longer than the test: the
+		// attacker's never time out while it runs.
+		done <- ServeListeners(ctx, main, health, Options{Gatherer: testRegistry(), Auth: fakeAuth(&asked{}),
+			Cert: ServingCert{Hosts: []string{"node-a"}}, ReadHeaderTimeout: 30 * time.Second})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeListeners: %v", err)
+		}
+	}()
+	waitFor(t, "the server", func() bool {
+		resp, err := fromSource("127.0.0.1", time.Second).Get("https://" + main.Addr().String() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+
+	// The attacker: 64 sockets from 127.0.0.2 that send nothing, each
+	// opened again 100 ms after the server closes it (the issue's reopened
+	// them every 10 s; faster only tests the kernel's backlog).
+	stop := make(chan struct{})
+	var attackers sync.WaitGroup
+	var refused atomic.Int64
+	defer func() { close(stop); attackers.Wait() }()
+	attacker := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	for range DefaultMaxConnections {
+		attackers.Add(1)
+		go func() {
+			defer attackers.Done()
+			for {
+				c, err := attacker.Dial("tcp", main.Addr().String())
+				if err == nil {
+					go func() { <-stop; c.Close() }()
+					opened := time.Now()
+					_, _ = c.Read(make([]byte, 1)) // until the server closes it
+					c.Close()
+					if time.Since(opened) < time.Second {
+						refused.Add(1)
+					}
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	waitFor(t, "the server to close the sockets past the per-source cap", func() bool {
+		return refused.Load() >= DefaultMaxConnections-DefaultMaxConnectionsPerSource
+	})
+	// The kubelet's three probes, with its default timeout of 1 s, on the
+	// health listener; and three callers from another address on the main
+	// port (3 s: a handshake under -race on a loaded machine).
+	for i := range 3 {
+		for what, url := range map[string]string{
+			"health listener": "http://" + health.Addr().String() + "/healthz",
+			"main port":       "https://" + main.Addr().String() + "/healthz",
+		} {
+			client := map[string]*http.Client{"health listener": fromSource("127.0.0.1", time.Second), "main port": fromSource("127.0.0.3", 3*time.Second)}[what]
+			resp, err := client.Get(url)
+			if err != nil {
+				t.Fatalf("/healthz %d on the %s while 64 idle sockets from one address are kept open: %v", i, what, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("/healthz %d on the %s: %d", i, what, resp.StatusCode)
+			}
+		}
+	}
+	// The health listener serves nothing guarded, and no reasons.
+	for path, want := range map[string]int{"/metrics": 404, "/debug/probes": 404, "/readyz": 200} {
+		resp, err := fromSource("127.0.0.1", 5*time.Second).Get("http://" + health.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("health listener %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// A socket that never starts its TLS handshake is closed after
+// ReadHeaderTimeout.
+func TestSilentSocketClosed(t *testing.T) {
+	addr := serve(t, Options{Gatherer: testRegistry(), Auth: fakeAuth(&asked{}), Cert: ServingCert{Hosts: []string{"node-a"}},
+		ReadHeaderTimeout: 100 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("a silent socket was still open after 10 s")
+	}
+}
+
+// A health address must be a loopback one: it serves plain HTTP.
+func TestHealthAddrLoopbackOnly(t *testing.T) {
+	err := Serve(context.Background(), Options{Addr: "127.0.0.1:0", HealthAddr: "0.0.0.0:0", Gatherer: testRegistry(), Insecure: true})
+	if err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("Serve with HealthAddr 0.0.0.0:0: %v, want it refused", err)
 	}
 }

@@ -18,6 +18,9 @@ type ServingCert struct {
 	// whenever either file changes. Both empty: a self-signed certificate
 	// made in memory at start.
 	CertFile, KeyFile string
+	// SelfSigned is a certificate made in memory (SelfSigned); nil: one
+	// is made at start for Hosts.
+	SelfSigned *SelfSignedCert
 	// Hosts name the self-signed certificate: DNS names or IP addresses,
 	// the first its subject.
 	Hosts []string
@@ -27,7 +30,10 @@ func (c ServingCert) validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		return errors.New("a serving certificate needs both a certificate file and a key file")
 	}
-	if c.CertFile == "" && len(c.Hosts) == 0 {
+	if c.CertFile != "" && c.SelfSigned != nil {
+		return errors.New("a serving certificate from files or a self-signed one, not both")
+	}
+	if c.CertFile == "" && c.SelfSigned == nil && len(c.Hosts) == 0 {
 		return errors.New("a self-signed serving certificate needs at least one host name")
 	}
 	return nil
@@ -53,11 +59,16 @@ func servingTLS(ctx context.Context, c ServingCert, wg *sync.WaitGroup) (*tls.Co
 		}
 		content = files
 	} else {
-		cert, key, err := selfSigned(c.Hosts)
-		if err != nil {
-			return nil, fmt.Errorf("generating a self-signed serving certificate: %w", err)
+		ss := c.SelfSigned
+		if ss == nil {
+			made, err := NewSelfSigned(c.Hosts)
+			if err != nil {
+				return nil, err
+			}
+			ss = &made
 		}
-		if content, err = dynamiccertificates.NewStaticCertKeyContent("probed-self-signed", cert, key); err != nil {
+		var err error
+		if content, err = dynamiccertificates.NewStaticCertKeyContent("probed-self-signed", ss.CertPEM, ss.KeyPEM); err != nil {
 			return nil, err
 		}
 	}
@@ -82,10 +93,26 @@ func servingTLS(ctx context.Context, c ServingCert, wg *sync.WaitGroup) (*tls.Co
 	}, nil
 }
 
-// selfSigned makes a CA and a serving certificate it signs (client-go's
-// generator, as the kubelet and kube-apiserver use for theirs). Nothing is
-// written to disk; a restart makes a new one.
-func selfSigned(hosts []string) (cert, key []byte, err error) {
+// SelfSignedCert is a serving certificate and the CA that signed it, made
+// in memory.
+type SelfSignedCert struct {
+	// CertPEM is the serving certificate, then its CA.
+	CertPEM []byte
+	KeyPEM  []byte
+	// CAPEM is the CA alone: what a client verifies CertPEM against. Its
+	// key is gone once the certificate is signed, so nothing else can be
+	// signed by it.
+	CAPEM []byte
+}
+
+// NewSelfSigned makes a CA and a serving certificate it signs for hosts (DNS
+// names or IP addresses, the first the subject), with client-go's generator
+// as the kubelet and kube-apiserver use for theirs. Nothing is written to
+// disk; a restart makes a new one.
+func NewSelfSigned(hosts []string) (SelfSignedCert, error) {
+	if len(hosts) == 0 {
+		return SelfSignedCert{}, errors.New("a self-signed serving certificate needs at least one host name")
+	}
 	var ips []net.IP
 	var names []string
 	for _, h := range hosts[1:] {
@@ -95,7 +122,19 @@ func selfSigned(hosts []string) (cert, key []byte, err error) {
 			names = append(names, h)
 		}
 	}
-	return certutil.GenerateSelfSignedCertKeyWithOptions(certutil.SelfSignedCertKeyOptions{
+	cert, key, err := certutil.GenerateSelfSignedCertKeyWithOptions(certutil.SelfSignedCertKeyOptions{
 		Host: hosts[0], AlternateIPs: ips, AlternateDNS: names,
 	})
+	if err != nil {
+		return SelfSignedCert{}, fmt.Errorf("generating a self-signed serving certificate: %w", err)
+	}
+	chain, err := certutil.ParseCertsPEM(cert)
+	if err != nil || len(chain) != 2 || !chain[1].IsCA {
+		return SelfSignedCert{}, fmt.Errorf("generated serving certificate: want the certificate and its CA (%v)", err)
+	}
+	ca, err := certutil.EncodeCertificates(chain[1])
+	if err != nil {
+		return SelfSignedCert{}, err
+	}
+	return SelfSignedCert{CertPEM: cert, KeyPEM: key, CAPEM: ca}, nil
 }

@@ -1,52 +1,92 @@
 package probedclient
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/transport"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 )
 
-// ErrNoToken: the caller's kubeconfig has no bearer token to show probed.
-var ErrNoToken = errors.New("probed authenticates callers by bearer token (a TokenReview), and your kubeconfig user has none " +
-	"(a client certificate, which probed cannot check, or nothing): pass one with --token, " +
-	"e.g. --token=$(kubectl create token <service-account> -n <namespace>) for a service account bound to probed's reader roles")
+// Defaults of deploy/kubectl-plugin.yaml and probed's --endpoint-token-audiences.
+const (
+	DefaultServiceAccount = "probed-plugin"
+	DefaultAudience       = "probed"
+	// tokenLifetime is the API server's shortest.
+	tokenLifetime = 10 * time.Minute
+	// renewBefore is how long before its expiry a token is not used again.
+	renewBefore = time.Minute
+)
 
-// TLSOptions is how the client checks probed's serving certificate.
-type TLSOptions struct {
-	// CAFile verifies probed's certificate against this CA. Without it the
-	// certificate is not verified: probed serves a self-signed one unless
-	// given --tls-cert-file (see docs/kubectl-plugin.md for what that
-	// leaves open).
-	CAFile string
-	// ServerName overrides the name checked in the certificate (the
-	// connection goes to 127.0.0.1, the port-forward's local end).
-	ServerName string
+// TokenOptions say whose token the client shows probed.
+type TokenOptions struct {
+	// Namespace and ServiceAccount name the account the token is issued
+	// for (probed's namespace, DefaultServiceAccount).
+	Namespace, ServiceAccount string
+	// Audience is the token's audience: probed's --endpoint-token-audiences.
+	Audience string
 }
 
-// callerTransport sends the caller's own credentials (its bearer token, from
-// the kubeconfig, --token or an exec plugin) to probed, over TLS checked as
-// o says. Nothing else of the API server's configuration applies: its CA,
-// client certificate and proxy are for the API server.
-func callerTransport(cfg *rest.Config, o TLSOptions) (http.RoundTripper, error) {
-	if cfg.Impersonate.UserName != "" || cfg.Impersonate.UID != "" || len(cfg.Impersonate.Groups) > 0 || len(cfg.Impersonate.Extra) > 0 {
-		return nil, errors.New("probed does not support impersonation (--as, --as-group, --as-uid): it authorizes the token's own user")
+// Tokens issues, through the API server and as the caller, short-lived
+// tokens of one service account for probed's audience (TokenRequest), and
+// hands out the same one until it nears its expiry. The caller's own
+// credentials (a token, an exec or OIDC plugin, a client certificate) go
+// to the API server alone, never to a node: what a node sees is good for
+// nothing but probed's endpoints, for minutes. Any user the API server
+// knows may be a caller, client certificates included; it needs create on
+// that account's serviceaccounts/token (deploy/kubectl-plugin.yaml).
+type Tokens struct {
+	client kubernetes.Interface
+	o      TokenOptions
+	clock  clock.PassiveClock
+
+	mu      sync.Mutex
+	token   string
+	expires time.Time
+}
+
+// NewTokens issues tokens through client, as its user.
+func NewTokens(client kubernetes.Interface, o TokenOptions, clk clock.PassiveClock) *Tokens {
+	return &Tokens{client: client, o: o, clock: clk}
+}
+
+// Token returns a valid token, issuing one if needed.
+func (t *Tokens) Token(ctx context.Context) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.token != "" && t.clock.Now().Before(t.expires.Add(-renewBefore)) {
+		return t.token, nil
 	}
-	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
-		return nil, ErrNoToken
-	}
-	tc, err := cfg.TransportConfig()
+	secs := int64(tokenLifetime / time.Second)
+	tr, err := t.client.CoreV1().ServiceAccounts(t.o.Namespace).CreateToken(ctx, t.o.ServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{t.o.Audience}, ExpirationSeconds: &secs},
+	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("credentials from the kubeconfig: %w", err)
+		return "", fmt.Errorf("issuing a token of service account %s/%s for probed (audience %q): %w%s",
+			t.o.Namespace, t.o.ServiceAccount, t.o.Audience, err, roleHint(err))
 	}
-	tc.TLS = transport.TLSConfig{CAFile: o.CAFile, ServerName: o.ServerName, Insecure: o.CAFile == ""}
-	tc.Proxy = nil
-	tc.Username, tc.Password = "", ""
-	rt, err := transport.New(tc)
+	t.token, t.expires = tr.Status.Token, tr.Status.ExpirationTimestamp.Time
+	return t.token, nil
+}
+
+// tokenTransport sends each request to probed with a token from tokens,
+// and nothing else of the caller's.
+type tokenTransport struct {
+	tokens *Tokens
+	next   http.RoundTripper
+}
+
+func (t tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	token, err := t.tokens.Token(r.Context())
 	if err != nil {
-		return nil, fmt.Errorf("transport to probed: %w", err)
+		return nil, err
 	}
-	return rt, nil
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
+	return t.next.RoundTrip(r)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -37,7 +38,7 @@ func (l Locator) Pod(ctx context.Context, node string) (*corev1.Pod, error) {
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s) on node %s: %w", l.Namespace, l.Selector, node, err)
+		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s) on node %s: %w%s", l.Namespace, l.Selector, node, err, roleHint(err))
 	}
 	var running []*corev1.Pod
 	var others []string
@@ -71,7 +72,7 @@ func (l Locator) Pod(ctx context.Context, node string) (*corev1.Pod, error) {
 func (l Locator) Nodes(ctx context.Context) ([]string, error) {
 	list, err := l.Client.CoreV1().Pods(l.Namespace).List(ctx, metav1.ListOptions{LabelSelector: l.Selector})
 	if err != nil {
-		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w", l.Namespace, l.Selector, err)
+		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w%s", l.Namespace, l.Selector, err, roleHint(err))
 	}
 	var nodes []string
 	for _, p := range list.Items {
@@ -81,6 +82,14 @@ func (l Locator) Nodes(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(nodes)
 	return slices.Compact(nodes), nil
+}
+
+// roleHint names what grants the access err says is missing.
+func roleHint(err error) string {
+	if apierrors.IsForbidden(err) {
+		return " (a RoleBinding to the Role probed-plugin-user of deploy/kubectl-plugin.yaml, in probed's namespace, grants what kubectl probed needs there)"
+	}
+	return ""
 }
 
 func ready(p *corev1.Pod) bool {

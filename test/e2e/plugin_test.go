@@ -26,9 +26,12 @@ import (
 // TestKubectlPlugin runs the real kubectl-probed binary, as a user with only
 // a service account token, against probed's DaemonSet pod on the real node:
 // status and top go through the API server (a port-forward to the probed
-// pod, via the kubelet) to probed, which authorizes the user's own token.
-// Without probed-debug-reader the user gets an error that names it; with
-// it, the table shows the failing pod's history.
+// pod, via the kubelet) to probed, which is shown a short-lived token of
+// deploy/'s probed-plugin account, never the user's, over TLS verified
+// against the CA the probed pod published. Without the Role
+// probed-plugin-user the user gets an error that names it; with it, the
+// table shows the failing pod's history. The admin, a client certificate
+// with no token at all, gets the same.
 func TestKubectlPlugin(t *testing.T) {
 	ctx := context.Background()
 	bin := filepath.Join(t.TempDir(), "kubectl-probed")
@@ -57,12 +60,11 @@ func TestKubectlPlugin(t *testing.T) {
 		_ = client.CoreV1().Pods(testNS).Delete(context.Background(), pod.Name, metav1.DeleteOptions{})
 	})
 
-	// The user: a service account with what the plugin needs from the API
-	// server (read the pod, find probed's pod, port-forward to it), and at
-	// first none of probed's reader roles.
+	// The user: a service account that may read the pod, and at first
+	// nothing in probed's namespace.
 	const user = "plugin-user"
 	kubeconfig := pluginUser(ctx, t, user)
-	runPlugin := func(args ...string) (string, string, error) {
+	runPluginAs := func(kubeconfig string, args ...string) (string, string, error) {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", kubeconfig)...)
@@ -71,32 +73,50 @@ func TestKubectlPlugin(t *testing.T) {
 		err := cmd.Run()
 		return out.String(), errOut.String(), err
 	}
+	runPlugin := func(args ...string) (string, string, error) { return runPluginAs(kubeconfig, args...) }
 
 	// Wait until probed has a few failures for the pod (read as admin).
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		body, err := nd.ProbedGet(ctx, "/debug/probes?namespace="+testNS+"&pod="+pod.Name)
-		return err == nil && strings.Count(string(body), `"failure"`) >= 4, nil
+		var entries []struct {
+			History []struct {
+				Result string `json:"result"`
+			} `json:"history"`
+		}
+		if err != nil || json.Unmarshal(body, &entries) != nil || len(entries) != 1 {
+			return false, nil
+		}
+		failures := 0
+		for _, h := range entries[0].History {
+			if h.Result == "failure" {
+				failures++
+			}
+		}
+		return failures >= 4, nil
 	}); err != nil {
 		t.Fatalf("probed never failed the pod's readiness probe 3 times: %v", err)
 	}
 
 	_, stderr, err := runPlugin("status", pod.Name, "-n", testNS)
-	if err == nil || !strings.Contains(stderr, "403 Forbidden") || !strings.Contains(stderr, "probed-debug-reader") ||
-		!strings.Contains(stderr, "system:serviceaccount:"+testNS+":"+user) {
-		t.Fatalf("status without probed-debug-reader: err=%v, stderr:\n%s\nwant a 403 naming the user and probed-debug-reader", err, stderr)
+	if err == nil || !strings.Contains(stderr, "probed-plugin-user") || !strings.Contains(stderr, "forbidden") {
+		t.Fatalf("status without probed-plugin-user: err=%v, stderr:\n%s\nwant a refusal naming the Role probed-plugin-user", err, stderr)
 	}
 	t.Logf("without the role:\n%s", stderr)
 
-	bindClusterRole(ctx, t, user, "probed-debug-reader")
-	// probed caches a denial for 30 s.
+	bindPluginUser(ctx, t, user)
 	var stdout string
 	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		stdout, stderr, err = runPlugin("status", pod.Name, "-n", testNS)
 		return err == nil, nil
 	}); err != nil {
-		t.Fatalf("status with probed-debug-reader never succeeded; last stderr:\n%s", stderr)
+		t.Fatalf("status with probed-plugin-user never succeeded; last stderr:\n%s", stderr)
 	}
 	t.Logf("with the role:\n%s", stdout)
+	// The admin: a client certificate, no token to show anyone.
+	adminOut, adminErr, err := runPluginAs(nd.KubeconfigPath, "status", pod.Name, "-n", testNS)
+	if err != nil || !strings.Contains(adminOut, "✗✗✗") {
+		t.Errorf("status as the client-certificate admin: err=%v\n%s\n%s", err, adminOut, adminErr)
+	}
 	if !regexp.MustCompile(`(?m)^main +Readiness +running +failure ×\d+ +[✓✗!?·]*✗✗✗ `).MatchString(stdout) {
 		t.Errorf("status has no row for main's failing readiness probe")
 	}
@@ -111,16 +131,11 @@ func TestKubectlPlugin(t *testing.T) {
 		}
 	}
 
-	// top needs the other role.
-	if _, stderr, err := runPlugin("top", "--node", nd.Name, "--interval", "3s"); err == nil || !strings.Contains(stderr, "probed-metrics-reader") {
-		t.Errorf("top without probed-metrics-reader: err=%v, stderr:\n%s", err, stderr)
-	}
-	bindClusterRole(ctx, t, user, "probed-metrics-reader")
 	if err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		stdout, stderr, err = runPlugin("top", "--node", nd.Name, "--interval", "5s")
 		return err == nil, nil
 	}); err != nil {
-		t.Fatalf("top with probed-metrics-reader never succeeded; last stderr:\n%s", stderr)
+		t.Fatalf("top never succeeded; last stderr:\n%s", stderr)
 	}
 	t.Logf("top:\n%s", stdout)
 	var row []string
@@ -139,8 +154,8 @@ func TestKubectlPlugin(t *testing.T) {
 	}
 }
 
-// pluginUser creates service account name in testNS with the API access
-// kubectl probed needs and writes a kubeconfig with its token only.
+// pluginUser creates service account name in testNS, allowed to read its
+// pods, and writes a kubeconfig with its token only.
 func pluginUser(ctx context.Context, t *testing.T, name string) string {
 	t.Helper()
 	if _, err := client.CoreV1().ServiceAccounts(testNS).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
@@ -148,8 +163,7 @@ func pluginUser(ctx context.Context, t *testing.T, name string) string {
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: testNS, Name: name}}
 	for ns, rules := range map[string][]rbacv1.PolicyRule{
-		testNS:          {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
-		"probed-system": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}, {APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}}},
+		testNS: {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}},
 	} {
 		if _, err := client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -181,15 +195,17 @@ func pluginUser(ctx context.Context, t *testing.T, name string) string {
 	return path
 }
 
-func bindClusterRole(ctx context.Context, t *testing.T, user, role string) {
+// bindPluginUser grants user deploy/kubectl-plugin.yaml's Role
+// probed-plugin-user, as the docs tell an operator to.
+func bindPluginUser(ctx context.Context, t *testing.T, user string) {
 	t.Helper()
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-probed-plugin-user"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "probed-plugin-user"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: testNS, Name: user}}}
-	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+	if _, err := client.RbacV1().RoleBindings("probed-system").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = client.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+		_ = client.RbacV1().RoleBindings("probed-system").Delete(context.Background(), rb.Name, metav1.DeleteOptions{})
 	})
 }

@@ -37,9 +37,17 @@ func readerToken(ctx context.Context, name string, clusterRoles ...string) (stri
 			return "", fmt.Errorf("binding %s to %s: %w", name, role, err)
 		}
 	}
-	// `kubectl create token`: long enough for the whole tier.
+	// `kubectl create token --audience probed`: for probed's audience
+	// (--endpoint-token-audiences).
+	return accountToken(ctx, name, "probed")
+}
+
+// accountToken returns a token of service account name in
+// scraperNamespace, long enough for the whole tier, for audiences (none:
+// the API server's own).
+func accountToken(ctx context.Context, name string, audiences ...string) (string, error) {
 	tr, err := client.CoreV1().ServiceAccounts(scraperNamespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(6 * 3600))},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(6 * 3600)), Audiences: audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token for %s: %w", name, err)

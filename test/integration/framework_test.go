@@ -182,6 +182,13 @@ func (e *testEnv) startProbed(extra ...string) *probedProc {
 // startProbedNoWait runs probed for the env's node.
 func (e *testEnv) startProbedNoWait(extra ...string) *probedProc {
 	e.t.Helper()
+	return e.startProbedEnv(nil, extra...)
+}
+
+// startProbedEnv runs probed for the env's node with env added to its
+// environment.
+func (e *testEnv) startProbedEnv(env []string, extra ...string) *probedProc {
+	e.t.Helper()
 	p := &probedProc{t: e.t, addr: freeAddr(e.t), exited: make(chan struct{}), scheme: "https"}
 	if slices.Contains(extra, "--metrics-insecure-serving") {
 		p.scheme = "http"
@@ -206,6 +213,9 @@ func (e *testEnv) startProbedNoWait(extra ...string) *probedProc {
 		"-v=3",
 	}, extra...)
 	p.cmd = exec.Command(probedBin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		e.t.Fatal(err)

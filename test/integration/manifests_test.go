@@ -15,6 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,8 +81,8 @@ func decodeManifests(b []byte, source string) ([]runtime.Object, error) {
 }
 
 // applyAccessManifests creates what deploy/ ships for probed's access: the
-// namespace, service account, RBAC, the node-confinement policy and the
-// scraper roles. The DaemonSet itself is for the end-to-end tier, where a
+// namespace, service accounts, RBAC, the node-confinement policies, the
+// scraper and plugin roles and the reviews' FlowSchema. The DaemonSet itself is for the end-to-end tier, where a
 // kubelet runs it.
 func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
 	objs, err := loadManifests()
@@ -99,6 +100,14 @@ func applyAccessManifests(ctx context.Context, c kubernetes.Interface) error {
 			_, err = c.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRoleBinding:
 			_, err = c.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = c.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = c.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *flowcontrolv1.FlowSchema:
+			_, err = c.FlowcontrolV1().FlowSchemas().Create(ctx, o, metav1.CreateOptions{})
+		case *flowcontrolv1.PriorityLevelConfiguration:
+			_, err = c.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, o, metav1.CreateOptions{})
 		case *admissionv1.ValidatingAdmissionPolicy:
 			_, err = c.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
 		case *admissionv1.ValidatingAdmissionPolicyBinding:

@@ -60,7 +60,10 @@ func TestPodProxyDropsCallerCredentials(t *testing.T) {
 	e.runPod(pod, podIP, time.Minute)
 
 	// The caller: a token whose user may proxy to the env's pods.
-	token, err := readerToken(e.ctx, "probed-it-proxier")
+	if err := cp.EnsureServiceAccount(e.ctx, scraperNamespace, "probed-it-proxier"); err != nil {
+		t.Fatal(err)
+	}
+	token, err := accountToken(e.ctx, "probed-it-proxier")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,15 @@ func TestRBACAndNodeConfinement(t *testing.T) {
 	if _, err := probed.CoreV1().Nodes().List(mine.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + mine.node}); err != nil {
 		t.Errorf("list its node: %v", err)
 	}
+	// What a stolen token reads, as docs/security.md ("What probed's
+	// credentials can read") says: every namespace's pods and any Node,
+	// not only its own node's.
+	if all, err := probed.CoreV1().Pods("").List(mine.ctx, metav1.ListOptions{}); err != nil || !slicesContainsPod(all.Items, otherPod) {
+		t.Errorf("list every pod: %v (docs/security.md says a stolen token can)", err)
+	}
+	if _, err := probed.CoreV1().Nodes().Get(mine.ctx, other.node, metav1.GetOptions{}); err != nil {
+		t.Errorf("get another node: %v (docs/security.md says a stolen token can)", err)
+	}
 	// Not granted: everything else.
 	forbidden := map[string]error{}
 	_, forbidden["get secrets"] = probed.CoreV1().Secrets(mine.ns).List(mine.ctx, metav1.ListOptions{})
@@ -60,4 +69,13 @@ func TestRBACAndNodeConfinement(t *testing.T) {
 			t.Errorf("%s: err = %v, want Forbidden", what, err)
 		}
 	}
+}
+
+func slicesContainsPod(pods []v1.Pod, p *v1.Pod) bool {
+	for _, q := range pods {
+		if q.UID == p.UID {
+			return true
+		}
+	}
+	return false
 }

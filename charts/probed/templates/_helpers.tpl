@@ -67,6 +67,22 @@ without labels.
 {{- regexReplaceAll "^.*:" $addr "" -}}
 {{- end -}}
 
+{{/*
+Where the kubelet probes probed: the loopback health listener of
+flags.health-bind-address, or else the metrics port over TLS.
+*/}}
+{{- define "probed.probeTarget" -}}
+{{- $h := index .Values.flags "health-bind-address" | default "" | toString -}}
+{{- if $h -}}
+host: {{ regexReplaceAll ":[0-9]+$" $h "" | trimPrefix "[" | trimSuffix "]" }}
+port: {{ regexReplaceAll "^.*:" $h "" }}
+scheme: HTTP
+{{- else -}}
+port: {{ include "probed.metricsPort" . }}
+scheme: HTTPS
+{{- end -}}
+{{- end -}}
+
 {{/* The runtime socket's directory on the host. */}}
 {{- define "probed.runtimeSocketDir" -}}
 {{- if .Values.runtimeSocketDir -}}

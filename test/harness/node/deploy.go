@@ -213,12 +213,27 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 			c.Ports[i].HostPort = 0 // defaulted from containerPort on the host network
 		}
 	}
+	// The health listener: a free loopback port of its own (another node of
+	// this host may hold the manifest's), the kubelet's probes following it.
+	oldHealth, newHealth := -1, -1
+	if _, p, err := net.SplitHostPort(argValue(c.Args, "--health-bind-address")); err == nil {
+		if oldHealth, err = strconv.Atoi(p); err != nil {
+			return 0, fmt.Errorf("--health-bind-address: %w", err)
+		}
+		if newHealth, err = freePort(); err != nil {
+			return 0, err
+		}
+		c.Args = setArg(c.Args, "--health-bind-address", "127.0.0.1:"+strconv.Itoa(newHealth))
+	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		if p == nil {
 			continue
 		}
 		if p.HTTPGet != nil && p.HTTPGet.Port.Type == intstr.Int && p.HTTPGet.Port.IntValue() == oldPort {
 			p.HTTPGet.Port = intstr.FromInt32(int32(port))
+		}
+		if p.HTTPGet != nil && p.HTTPGet.Port.Type == intstr.Int && p.HTTPGet.Port.IntValue() == oldHealth {
+			p.HTTPGet.Port = intstr.FromInt32(int32(newHealth))
 		}
 		if p.TCPSocket != nil && p.TCPSocket.Port.Type == intstr.Int && p.TCPSocket.Port.IntValue() == oldPort {
 			p.TCPSocket.Port = intstr.FromInt32(int32(port))

@@ -26,8 +26,8 @@ var scraperRoles = []string{"probed-metrics-reader", "probed-debug-reader"}
 
 // ProbedToken returns a token probed lets read /metrics and /debug/probes,
 // valid for ttl: the ScraperAccount's, bound to deploy/'s scraper roles
-// (created if missing), as `kubectl create token` would issue it. Call it
-// after DeployProbed, which applies the roles.
+// (created if missing), as `kubectl create token --audience probed` would
+// issue it. Call it after DeployProbed, which applies the roles.
 func (n *Node) ProbedToken(ctx context.Context, ttl time.Duration) (string, error) {
 	ns := n.ProbedNamespace()
 	_, err := n.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{
@@ -47,8 +47,10 @@ func (n *Node) ProbedToken(ctx context.Context, ttl time.Duration) (string, erro
 		}
 	}
 	secs := int64(ttl / time.Second)
+	// For probed's audience: probed refuses tokens for the API server's on
+	// /debug/ (--endpoint-token-audiences).
 	tr, err := n.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, ScraperAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs, Audiences: []string{"probed"}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token for %s/%s: %w", ns, ScraperAccount, err)

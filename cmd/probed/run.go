@@ -39,7 +39,7 @@ import (
 func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed", "version", version.Version, "revision", version.Revision, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
-		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
+		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
 	start := time.Now()
 	cfg, err := restConfig(o)
@@ -143,6 +143,14 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	// The host policy allows the IPs the runtime gave a pod's sandbox as
+	// the pod's own; status.podIPs only with --trust-pod-status-ips.
+	var sandboxIPs manager.SandboxIPSource
+	if o.RuntimeType != cri.TypeNone {
+		sandboxIPs = runtime
+	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != prober.HostPolicyKubelet {
+		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
+	}
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
 		Source:    o.ProbeSource,
@@ -162,6 +170,9 @@ func run(ctx context.Context, o *options) error {
 		// Off by default: one more event per flip, beside Unhealthy.
 		ResultChangeEvents:   o.ProbeResultChangeEvents,
 		RequireApprovedReach: o.RequireApprovedReach,
+		// What the runtime says of a pod's IPs, unless told to trust its status.
+		SandboxIPs:        sandboxIPs,
+		TrustPodStatusIPs: o.TrustPodStatusIPs,
 	})
 	if err != nil {
 		return err

@@ -43,6 +43,16 @@ type Options struct {
 	// as hosts, at sync time, as validation problems; nil checks nothing.
 	// The prober applies the same guard when it dials.
 	HostGuard *prober.HostGuard
+	// SandboxIPs says which IPs the node's runtime gave a pod's sandbox
+	// (cri.Limited over cri.Verified): the only pod IPs the host policy
+	// takes as the pod's own. Nil where no runtime can say
+	// (--runtime-type=none): then none are, unless TrustPodStatusIPs.
+	SandboxIPs SandboxIPSource
+	// TrustPodStatusIPs takes status.podIPs as the pod's own IPs without
+	// asking the runtime (--trust-pod-status-ips): for test setups whose
+	// pods have no sandbox. Whoever may write pods/status then chooses
+	// what the host policy lets probes reach.
+	TrustPodStatusIPs bool
 	// Liveness, if set, hears liveness successes and pods leaving (the
 	// restart guard's workload tracker).
 	Liveness LivenessTracker

@@ -44,7 +44,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 
 	declared, problems := probespec.DeclaredProbes(pod, m.opts.Source)
 	declared, problems, unapproved := m.checkReach(pod, declared, problems)
-	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
+	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.syncIPs(pod), declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
 	if e == nil {

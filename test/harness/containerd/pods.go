@@ -22,6 +22,10 @@ type ContainerSpec struct {
 	WorkingDir string
 	// RunAsUser and RunAsGroup, when set, pick the container's user.
 	RunAsUser, RunAsGroup *int64
+	// PodNetwork gives the pod a network namespace of its own, which the
+	// CRI plugin sets up with the network config in CNIConfDir; otherwise
+	// the pod is on the host network.
+	PodNetwork bool
 }
 
 // EnvVar is one environment variable.
@@ -39,9 +43,9 @@ type Container struct {
 // RuntimeID is the ID as a pod status carries it: "containerd://<id>".
 func (c *Container) RuntimeID() string { return "containerd://" + c.ID }
 
-// RunContainer creates a pod sandbox on the host network (no CNI needed) with
-// the container in its own PID namespace, as the kubelet does by default, and
-// starts the container. Remove it with RemovePod, or leave it to Stop.
+// RunContainer creates a pod sandbox, on the host network (no CNI needed)
+// unless spec.PodNetwork, with the container in its own PID namespace, as
+// the kubelet does by default, and starts the container. Remove it with RemovePod, or leave it to Stop.
 func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *Container, retErr error) {
 	if spec.Name == "" {
 		spec.Name = "c"
@@ -51,6 +55,10 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 	}
 	suffix := randomSuffix()
 	podName, podNamespace, podUID := spec.Name+"-"+suffix, "probed-test", "uid-"+suffix
+	network := runtimeapi.NamespaceMode_NODE
+	if spec.PodNetwork {
+		network = runtimeapi.NamespaceMode_POD
+	}
 	logDir := filepath.Join(h.path("logs"), podName)
 	// The kubelet's labels (kuberuntime's newPodLabels and
 	// newContainerLabels), which probed checks before an exec or a stop.
@@ -74,7 +82,7 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 			CgroupParent: h.cgroupParent,
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_NODE,
+					Network: network,
 					Pid:     runtimeapi.NamespaceMode_CONTAINER,
 					Ipc:     runtimeapi.NamespaceMode_POD,
 				},
@@ -97,7 +105,7 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (_ *C
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_NODE,
+			Network: network,
 			Pid:     runtimeapi.NamespaceMode_CONTAINER,
 			Ipc:     runtimeapi.NamespaceMode_POD,
 		},

@@ -40,6 +40,8 @@ func newEnvWith(t *testing.T, mutate func(*Options)) *env {
 		Recorder:    e.rec,
 		Status:      e.sink,
 		DaemonStart: time.Now().Add(-time.Hour),
+		// A cluster with deploy/'s probe-reach policy.
+		ReachPolicy: &fakeReachPolicy{inForce: true},
 	}
 	mutate(&o)
 	mgr, err := New(o)

@@ -93,11 +93,13 @@ func (m *Manager) holdReach(key string, pod *v1.Pod, all, approved []probespec.D
 	if write {
 		h.written = record
 	}
-	kept, problems := approved, problems
-	if !inForce {
-		kept, problems = probespec.HoldReach(pod, approved, problems, h.record, why)
-	}
+	held := h.record // only this goroutine, the sync loop, changes it
 	m.mu.Unlock()
+
+	kept := approved
+	if !inForce {
+		kept, problems = probespec.HoldReach(pod, approved, problems, held, why)
+	}
 
 	if write {
 		var since metav1.Time

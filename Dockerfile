@@ -32,6 +32,9 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY cmd/ cmd/
 COPY pkg/ pkg/
+COPY internal/ internal/
+# probed compares the cluster's probe-reach policy with deploy/'s.
+COPY deploy/embed.go deploy/probe-reach.yaml deploy/
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath \

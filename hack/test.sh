@@ -178,7 +178,7 @@ for t in "${tiers[@]}"; do
       # conformance core on every runtime client probed has.
       step "compat tier: runtime core against containerd $(/usr/bin/containerd --version | awk '{print $3}') (Debian)"
       PROBED_CONTAINERD_SYSTEM=1 go test -count=1 -tags runtime -timeout 15m \
-        -run '^(TestAutoPicksContainerdCRIOnContainerd|TestExecTable|TestExecErrors|TestExecTimeout|TestStopHonoursGrace|TestLivenessKillOnHoldAndResume)$' ./test/runtime/ ;;
+        -run '^(TestAutoPicksContainerdCRIOnContainerd|TestExecTable|TestExecErrors|TestExecTimeout|TestStopHonoursGrace|TestLivenessKillOnHoldAndResume|TestSandboxIPs)$' ./test/runtime/ ;;
     runtime)
       step "runtime tier: real containerd + runc"
       bash hack/install-deps.sh

@@ -67,6 +67,8 @@ type options struct {
 	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
 	ProbeHostPolicy prober.HostPolicy
+	// TrustPodStatusIPs is --trust-pod-status-ips (docs/security.md).
+	TrustPodStatusIPs bool
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
 	TCPProbeClose prober.TCPCloseMode
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
@@ -141,13 +143,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, with the kubelet's \"+\" for a pre-release or vendor version (v1.35.4-eks-... sends 1.35+), followed as the Node changes ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
 	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", prober.HostPolicyDenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
 		prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs, prober.HostPolicyKubelet)
+	fs.BoolVar(&o.TrustPodStatusIPs, "trust-pod-status-ips", false, "take a pod's status.podIPs as its own IPs, which --probe-host-policy always allows, without asking the container runtime which IPs it gave the pod's sandbox; only for test setups whose pods have no sandbox: whoever may write pods/status could then point probes at the node's loopback or metadata addresses")
 	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
 		prober.TCPCloseFIN, prober.TCPCloseRST)
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
 	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
-	fs.StringVar(&o.ProbeReachPolicy, "probe-reach-policy", reachpolicy.DefaultPolicy, "the ValidatingAdmissionPolicy that makes probe edits need pods/exec (deploy/probe-reach.yaml); probed checks every minute that it is in force, and says when it is not (probed_probe_reach_policy_in_force, a Warning ProbeReachPolicyMissing event on the node); \"\" checks nothing")
+	fs.StringVar(&o.ProbeReachPolicy, "probe-reach-policy", reachpolicy.DefaultPolicy, "the ValidatingAdmissionPolicy that makes probe edits need pods/exec (deploy/probe-reach.yaml); probed watches that it is in force (its spec deploy/'s, a binding that denies), and while it is not, says so (probed_probe_reach_policy_in_force, a Warning ProbeReachPolicyMissing event on the node) and holds each pod's probes to what they ran or reached when it first saw the pod; \"\" checks nothing and always holds")
 	fs.BoolVar(&o.ProbeResultChangeEvents, "probe-result-change-events", false, "emit a Normal ProbeResultChanged event on a container each time one of its probes' results flips (Success to Failure or back), aggregated like probed's other events")
 }
 

@@ -39,7 +39,7 @@ import (
 func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed", "version", version.Version, "revision", version.Revision, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
-		"probeHostPolicy", o.ProbeHostPolicy, "livenessRestartBudget", o.LivenessRestartBudget,
+		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
 	start := time.Now()
 	cfg, err := restConfig(o)
@@ -143,6 +143,30 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	// Probe edits are left to the probe-reach policy only while it is in
+	// force: the checker says when it is not, and the manager then holds
+	// each pod's probes to what they reached when it first saw the pod.
+	var reach *reachpolicy.Checker
+	var reachPolicy manager.ReachPolicy
+	if o.ProbeReachPolicy != "" {
+		reach, err = reachpolicy.New(reachpolicy.Options{Client: client, Policy: o.ProbeReachPolicy, Node: o.NodeName,
+			RequireApproval: o.RequireApprovedReach, Recorder: nodeRecorder, Registry: reg, Clock: clock.RealClock{},
+			OnChange: func() { mgr.ResyncAll() }})
+		if err != nil {
+			return err
+		}
+		reachPolicy = reach
+	}
+	reachRecorder := status.NewReachRecorder(client, o.DryRun)
+
+	// The host policy allows the IPs the runtime gave a pod's sandbox as
+	// the pod's own; status.podIPs only with --trust-pod-status-ips.
+	var sandboxIPs manager.SandboxIPSource
+	if o.RuntimeType != cri.TypeNone {
+		sandboxIPs = runtime
+	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != prober.HostPolicyKubelet {
+		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
+	}
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
 		Source:    o.ProbeSource,
@@ -162,20 +186,14 @@ func run(ctx context.Context, o *options) error {
 		// Off by default: one more event per flip, beside Unhealthy.
 		ResultChangeEvents:   o.ProbeResultChangeEvents,
 		RequireApprovedReach: o.RequireApprovedReach,
+		// What the runtime says of a pod's IPs, unless told to trust its status.
+		SandboxIPs:        sandboxIPs,
+		TrustPodStatusIPs: o.TrustPodStatusIPs,
+		ReachPolicy:       reachPolicy,
+		ReachRecorder:     reachRecorder,
 	})
 	if err != nil {
 		return err
-	}
-
-	// Probes of pods without an approval run as they are only because the
-	// probe-reach policy refuses their edits: say when it is not in force.
-	var reach *reachpolicy.Checker
-	if o.ProbeReachPolicy != "" {
-		reach, err = reachpolicy.New(reachpolicy.Options{Client: client, Policy: o.ProbeReachPolicy, Node: o.NodeName,
-			RequireApproval: o.RequireApprovedReach, Recorder: nodeRecorder, Registry: reg, Clock: clock.RealClock{}})
-		if err != nil {
-			return err
-		}
 	}
 
 	// /metrics and /debug/ ask the API server who may read them.
@@ -198,6 +216,8 @@ func run(ctx context.Context, o *options) error {
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
 	go func() { defer wg.Done(); writer.Run(writerCtx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); reachRecorder.Run(writerCtx) }()
 	if reach != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); reach.Run(mgrCtx) }()

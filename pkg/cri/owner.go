@@ -62,6 +62,9 @@ type runtimeOwner struct {
 	// kindOK is false when the runtime says the ID is not a pod's
 	// container (a sandbox itself, or something not made through CRI).
 	kindOK bool
+	// sandboxIPs are the IPs the runtime gave the sandbox; none on the
+	// host network.
+	sandboxIPs []string
 }
 
 // ownerLookup is a Runtime that can say whose a container is. Every

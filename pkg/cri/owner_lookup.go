@@ -24,7 +24,7 @@ const (
 
 // containerOwner asks CRI: the container's labels and sandbox from
 // ListContainers (filtered to the ID, then matched exactly, since a
-// runtime may resolve a prefix), then the sandbox's labels.
+// runtime may resolve a prefix), then the sandbox's labels and IPs.
 func (r *CRI) containerOwner(ctx context.Context, containerID string) (runtimeOwner, error) {
 	id, err := ParseContainerID(containerID)
 	if err != nil {
@@ -50,12 +50,12 @@ func (r *CRI) containerOwner(ctx context.Context, containerID string) (runtimeOw
 		}
 		return runtimeOwner{}, fmt.Errorf("container %s: its pod sandbox: %w", containerID, err)
 	}
-	return runtimeOwner{pod: c.GetLabels(), sandbox: sb.GetStatus().GetLabels(), kindOK: true}, nil
+	return runtimeOwner{pod: c.GetLabels(), sandbox: sb.GetStatus().GetLabels(), kindOK: true, sandboxIPs: criSandboxIPs(sb.GetStatus())}, nil
 }
 
 // containerOwner reads the container's record from containerd: its labels,
-// and the labels of the sandbox container it names. Both must carry the
-// CRI plugin's kind label.
+// and the labels and IPs of the sandbox container it names. Both must carry
+// the CRI plugin's kind label.
 func (r *Containerd) containerOwner(ctx context.Context, containerID string) (runtimeOwner, error) {
 	id, err := r.parseID(containerID)
 	if err != nil {
@@ -80,6 +80,7 @@ func (r *Containerd) containerOwner(ctx context.Context, containerID string) (ru
 	}
 	o.sandbox = sb.Labels
 	o.kindOK = sb.Labels[criKindLabel] == criKindSandbox
+	o.sandboxIPs = sandboxIPsOf(sb)
 	return o, nil
 }
 

@@ -17,18 +17,19 @@ import (
 // probes that may run and appends a problem for each refused one.
 //
 // What cannot be judged here is judged by the prober when it dials: host
-// names (by the addresses they resolve to), redirects, and the pod IP
-// itself. Until the pod has an IP nothing is judged here, since the pod's
-// own IPs are always allowed (a hostNetwork pod's IP is the node's).
-func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
+// names (by the addresses they resolve to), redirects, the pod IP itself,
+// and hosts that name one of exempt (Manager.syncIPs: IPs that may be the
+// pod's own, which the dial checks against the runtime's answer). Until
+// the pod has an IP nothing is judged here, since the pod's own IPs are
+// always allowed (a hostNetwork pod's IP is the node's).
+func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, exempt []string, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
 	if guard.Policy() == prober.HostPolicyKubelet {
 		return declared, problems
 	}
-	podIPs := PodIPs(pod)
-	if len(podIPs) == 0 {
+	if len(PodIPs(pod)) == 0 {
 		return declared, problems
 	}
-	parsed := prober.ParsePodIPs(podIPs...)
+	parsed := prober.ParsePodIPs(exempt...)
 	kept := declared[:0:0]
 	for _, d := range declared {
 		fieldPath, host := probeHost(d.Probe)

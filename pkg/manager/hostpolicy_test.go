@@ -40,6 +40,8 @@ func newEnvWith(t *testing.T, mutate func(*Options)) *env {
 		Recorder:    e.rec,
 		Status:      e.sink,
 		DaemonStart: time.Now().Add(-time.Hour),
+		// A cluster with deploy/'s probe-reach policy.
+		ReachPolicy: &fakeReachPolicy{inForce: true},
 	}
 	mutate(&o)
 	mgr, err := New(o)
@@ -122,7 +124,7 @@ func TestHostPolicyProblems(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			kept, problems := hostPolicyProblems(testGuard(tc.policy), pod, declared, nil)
+			kept, problems := hostPolicyProblems(testGuard(tc.policy), pod, PodIPs(pod), declared, nil)
 			if len(kept) != tc.kept {
 				t.Errorf("kept %d probes; want %d", len(kept), tc.kept)
 			}
@@ -136,29 +138,29 @@ func TestHostPolicyProblems(t *testing.T) {
 		})
 	}
 	// Without a guard nothing is checked.
-	if kept, problems := hostPolicyProblems(nil, pod, declared, nil); len(kept) != 3 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(nil, pod, PodIPs(pod), declared, nil); len(kept) != 3 || len(problems) != 0 {
 		t.Errorf("nil guard: kept %d, problems %v", len(kept), problems)
 	}
 	// Names are left to the prober, which judges what they resolve to.
 	named := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("localhost"))}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, named, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, PodIPs(pod), named, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("name: kept %d, problems %v", len(kept), problems)
 	}
 	// Until the pod has an IP nothing is judged: its own IPs are always
 	// allowed, and a hostNetwork pod's IP is the node's.
 	noIP := pod.DeepCopy()
 	noIP.Status.PodIP, noIP.Status.PodIPs = "", nil
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), noIP, declared, nil); len(kept) != 3 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), noIP, PodIPs(noIP), declared, nil); len(kept) != 3 || len(problems) != 0 {
 		t.Errorf("no pod IP: kept %d, problems %v", len(kept), problems)
 	}
 	// A hostNetwork pod probing the node's address by its own IP.
 	hostNet := pod.DeepCopy()
 	hostNet.Status.PodIP, hostNet.Status.PodIPs = "10.9.9.9", []v1.PodIP{{IP: "10.9.9.9"}}
 	nodeProbe := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("10.9.9.9"))}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), hostNet, nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), hostNet, PodIPs(hostNet), nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("hostNetwork pod's own IP: kept %d, problems %v", len(kept), problems)
 	}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
+	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, PodIPs(pod), nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
 		!strings.Contains(problems[0].String(), "10.9.9.9 is an address of this node") {
 		t.Errorf("node address: kept %d, problems %v", len(kept), problems)
 	}
@@ -241,26 +243,4 @@ func (p *targetProber) Probe(_ context.Context, _ prober.ProbeType, _ *v1.Probe,
 	defer p.mu.Unlock()
 	p.targets = append(p.targets, target)
 	return results.Success, "", nil
-}
-
-// TestWorkersGetPodIPs: the prober hears all of the pod's IPs, which the
-// host policy always allows.
-func TestWorkersGetPodIPs(t *testing.T) {
-	tp := &targetProber{}
-	e := newEnvWith(t, func(o *Options) { o.Prober = tp })
-	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
-	pod.Status.PodIP = "10.0.0.5"
-	pod.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.5"}, {IP: "fd00::5"}}
-	e.create(pod)
-	e.eventually("a probe", func() bool {
-		tp.mu.Lock()
-		defer tp.mu.Unlock()
-		return len(tp.targets) > 0
-	})
-	tp.mu.Lock()
-	got := tp.targets[0]
-	tp.mu.Unlock()
-	if got.PodIP != "10.0.0.5" || strings.Join(got.PodIPs, ",") != "10.0.0.5,fd00::5" {
-		t.Errorf("target = %+v", got)
-	}
 }

@@ -43,6 +43,16 @@ type Options struct {
 	// as hosts, at sync time, as validation problems; nil checks nothing.
 	// The prober applies the same guard when it dials.
 	HostGuard *prober.HostGuard
+	// SandboxIPs says which IPs the node's runtime gave a pod's sandbox
+	// (cri.Limited over cri.Verified): the only pod IPs the host policy
+	// takes as the pod's own. Nil where no runtime can say
+	// (--runtime-type=none): then none are, unless TrustPodStatusIPs.
+	SandboxIPs SandboxIPSource
+	// TrustPodStatusIPs takes status.podIPs as the pod's own IPs without
+	// asking the runtime (--trust-pod-status-ips): for test setups whose
+	// pods have no sandbox. Whoever may write pods/status then chooses
+	// what the host policy lets probes reach.
+	TrustPodStatusIPs bool
 	// Liveness, if set, hears liveness successes and pods leaving (the
 	// restart guard's workload tracker).
 	Liveness LivenessTracker
@@ -71,6 +81,14 @@ type Options struct {
 	// (--require-approved-reach), for clusters without the admission
 	// policy that guards such pods.
 	RequireApprovedReach bool
+	// ReachPolicy says whether the probe-reach admission policy is in
+	// force; while it is not (or nil), probes are held to the reach
+	// probed recorded when it first saw their pod (holdReach). Run waits
+	// until it is Known.
+	ReachPolicy ReachPolicy
+	// ReachRecorder keeps those records in the pods' status; nil keeps
+	// them in memory only (dry run).
+	ReachRecorder ReachRecorder
 
 	// ResultChangeEvents makes workers emit a Normal ProbeResultChanged
 	// event when a probe's decided result flips (--probe-result-change-events).
@@ -102,6 +120,9 @@ type Manager struct {
 	byKey map[string]map[types.UID]struct{}
 	// unapproved counts the probes refused for their reach, on every pod.
 	unapproved int
+	// held is the reach recorded of every pod of the node, probes or
+	// not, by namespace/name (holdReach).
+	held map[string]*heldReach
 }
 
 const uidIndex = "uid"
@@ -177,6 +198,7 @@ func New(o Options) (*Manager, error) {
 		startup:   results.NewManager(),
 		pods:      map[types.UID]*podEntry{},
 		byKey:     map[string]map[types.UID]struct{}{},
+		held:      map[string]*heldReach{},
 		sched:     worker.NewScheduler(o.Clock),
 		watches:   worker.NewWatches(),
 	}
@@ -218,7 +240,13 @@ func (m *Manager) Run(ctx context.Context) {
 		<-ctx.Done()
 		m.queue.ShutDown()
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), m.opts.Informer.HasSynced) {
+	synced := []cache.InformerSynced{m.opts.Informer.HasSynced}
+	if m.opts.ReachPolicy != nil {
+		// Judged before the first pod, so a restart of probed does not
+		// refuse a probe for a moment that the policy admitted.
+		synced = append(synced, m.opts.ReachPolicy.Known)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		m.stopAll()
 		return
 	}

@@ -31,6 +31,11 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 			m.removePodLocked(uid)
 		}
 	}
+	var uid types.UID
+	if pod != nil {
+		uid = pod.UID
+	}
+	m.forgetHeldLocked(key, uid)
 	m.mu.Unlock()
 	if pod == nil {
 		return nil
@@ -38,13 +43,16 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
 		m.mu.Lock()
 		m.removePodLocked(pod.UID)
+		m.forgetHeldLocked(key, "")
 		m.mu.Unlock()
 		return nil
 	}
 
-	declared, problems := probespec.DeclaredProbes(pod, m.opts.Source)
-	declared, problems, unapproved := m.checkReach(pod, declared, problems)
-	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, declared, problems)
+	all, problems := probespec.DeclaredProbes(pod, m.opts.Source)
+	declared, problems, unapproved := m.checkReach(pod, all, problems)
+	declared, problems, held := m.holdReach(key, pod, all, declared, problems)
+	unapproved += held
+	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.syncIPs(pod), declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
 	if e == nil {
@@ -460,6 +468,11 @@ func (m *Manager) gc() {
 	var keys []string
 	for key := range m.byKey {
 		keys = append(keys, key)
+	}
+	for key := range m.held {
+		if _, tracked := m.byKey[key]; !tracked {
+			keys = append(keys, key)
+		}
 	}
 	m.mu.Unlock()
 	for _, key := range keys {

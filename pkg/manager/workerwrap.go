@@ -25,7 +25,7 @@ type LivenessTracker interface {
 }
 
 // workerProber is the Prober one worker gets. It completes the target with
-// the pod's IPs (status.podIPs), which the host policy always allows, and
+// the pod's own IPs (ownIPs), which the host policy always allows, and
 // tells the liveness tracker when a liveness probe passes.
 type workerProber struct {
 	m         *Manager
@@ -34,10 +34,9 @@ type workerProber struct {
 }
 
 func (p workerProber) Probe(ctx context.Context, t prober.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
-	if len(target.PodIPs) == 0 {
-		if pod, ok := p.m.Pod(p.uid); ok {
-			target.PodIPs = PodIPs(pod)
-		}
+	if pod, ok := p.m.Pod(p.uid); ok {
+		target.PodIPs = p.m.ownIPs(ctx, pod, target.ContainerID)
+		target.PodIPsVerified = !p.m.opts.TrustPodStatusIPs
 	}
 	res, out, err := p.m.opts.Prober.Probe(ctx, t, spec, target, events)
 	if t == prober.Liveness && err == nil && res == results.Success && p.m.opts.Liveness != nil {

@@ -80,6 +80,9 @@ type HostGuard struct {
 	clock   clock.WithTicker
 	// node holds the node's own addresses, replaced whole on refresh.
 	node atomic.Pointer[map[netip.Addr]bool]
+	// nodeStatus holds the Node's status.addresses alone: those the
+	// kubelet gives a hostNetwork pod as its IPs.
+	nodeStatus atomic.Pointer[map[netip.Addr]bool]
 }
 
 // NewHostGuard returns a guard for policy. It reads the interface addresses
@@ -102,6 +105,7 @@ func NewHostGuard(policy HostPolicy, o HostGuardOptions) *HostGuard {
 	g := &HostGuard{policy: policy, opts: o, refresh: refresh, clock: o.Clock}
 	empty := map[netip.Addr]bool{}
 	g.node.Store(&empty)
+	g.nodeStatus.Store(&empty)
 	if g.needsNodeAddrs() {
 		g.load(context.Background(), false)
 	}
@@ -119,8 +123,9 @@ func (g *HostGuard) Policy() HostPolicy {
 // active reports whether the guard checks anything.
 func (g *HostGuard) active() bool { return g != nil && g.policy != HostPolicyKubelet }
 
-// needsNodeAddrs: only deny-node-local looks at the node's addresses.
-func (g *HostGuard) needsNodeAddrs() bool { return g != nil && g.policy == HostPolicyDenyNodeLocal }
+// needsNodeAddrs: deny-node-local refuses the node's addresses, and both
+// policies that check tell a hostNetwork pod's own IPs by them.
+func (g *HostGuard) needsNodeAddrs() bool { return g.active() }
 
 // Run refreshes the node's addresses now and then every Refresh, until ctx
 // ends. It returns at once when the policy does not use them.
@@ -166,6 +171,12 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 		if err != nil {
 			klog.V(2).InfoS("Reading the Node's status addresses; keeping the previous ones", "err", err)
 			maps.Copy(next, prev)
+		} else {
+			status := map[netip.Addr]bool{}
+			for _, a := range nodeAddrs {
+				status[canonical(a)] = true
+			}
+			g.nodeStatus.Store(&status)
 		}
 		for _, a := range nodeAddrs {
 			next[canonical(a)] = true
@@ -175,6 +186,27 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 		klog.V(2).InfoS("Node addresses for the probe host policy", "policy", g.policy, "addresses", sortedAddrs(next))
 	}
 	g.node.Store(&next)
+}
+
+// IsNodeAddr reports whether addr may be a hostNetwork pod's own IP,
+// which the kubelet takes from the Node's status.addresses: one of those,
+// or, while the Node's are unknown, of the node's interfaces; never a
+// loopback, link-local, metadata or other fixed node-local address. A
+// writer of pods/status may put any address in a hostNetwork pod's
+// status.podIPs; only these are the pod's own. It is false for a guard
+// that checks nothing.
+func (g *HostGuard) IsNodeAddr(addr netip.Addr) bool {
+	if !g.active() {
+		return false
+	}
+	a := canonical(addr)
+	if fixedNodeLocal(a) != "" {
+		return false
+	}
+	if status := *g.nodeStatus.Load(); len(status) > 0 {
+		return status[a]
+	}
+	return (*g.node.Load())[a]
 }
 
 // NodeAddrs returns the node addresses the guard currently refuses, sorted.

@@ -27,14 +27,14 @@ type scope struct {
 	podIPs []netip.Addr
 }
 
-// scopeOf returns the scope of probes of target's pod: status.podIPs and
-// the pod IP.
+// scopeOf returns the scope of probes of target's pod: its IPs, and the
+// pod IP unless the IPs were verified without it.
 func scopeOf(g *HostGuard, target Target) scope {
 	if !g.active() {
 		return scope{}
 	}
 	ips := ParsePodIPs(target.PodIPs...)
-	if pod := ParsePodIPs(target.PodIP); len(pod) == 1 && !slices.Contains(ips, pod[0]) {
+	if pod := ParsePodIPs(target.PodIP); !target.PodIPsVerified && len(pod) == 1 && !slices.Contains(ips, pod[0]) {
 		ips = append(ips, pod[0])
 	}
 	return scope{guard: g, podIPs: ips}

@@ -18,7 +18,9 @@ const (
 	// of the node itself, unless the address is one of the pod's own IPs.
 	// Everything else routable is allowed.
 	HostPolicyDenyNodeLocal HostPolicy = "deny-node-local"
-	// HostPolicyPodIPs allows only the pod's own IPs (status.podIPs).
+	// HostPolicyPodIPs allows only the pod's own IPs: those the node's
+	// runtime gave its sandbox, or a hostNetwork pod's node addresses
+	// (see Target.PodIPsVerified).
 	HostPolicyPodIPs HostPolicy = "pod-ips"
 	// HostPolicyKubelet checks nothing, exactly as the kubelet.
 	HostPolicyKubelet HostPolicy = "kubelet"

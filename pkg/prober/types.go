@@ -67,6 +67,12 @@ type Target struct {
 	// PodIPs are all of the pod's IPs (status.podIPs). With PodIP they are
 	// the addresses the host policy always allows; see HostGuard.
 	PodIPs []string
+	// PodIPsVerified: PodIPs are the pod's own addresses as the node
+	// vouches for them (the runtime's sandbox IPs, or a hostNetwork pod's
+	// node addresses), and PodIP, the default host, is allowed as the
+	// pod's own only if it is among them. Without it PodIP is too: a
+	// writer of pods/status chooses both.
+	PodIPsVerified bool
 	// ContainerID is runtime-qualified, for example "containerd://<id>".
 	ContainerID string
 	// Ports are the container's declared ports, for resolving named ports.

@@ -22,6 +22,10 @@ type ContainerSpec struct {
 	WorkingDir string
 	// RunAsUser and RunAsGroup, when set, pick the container's user.
 	RunAsUser, RunAsGroup *int64
+	// PodNetwork gives the pod a network namespace of its own, which the
+	// CRI plugin sets up with the network config in CNIConfDir; otherwise
+	// the pod is on the host network.
+	PodNetwork bool
 }
 
 // EnvVar is one environment variable.
@@ -45,9 +49,9 @@ type PodMeta struct {
 	Namespace, Name, UID string
 }
 
-// RunContainer creates a pod sandbox on the host network (no CNI needed) with
-// the container in its own PID namespace, as the kubelet does by default, and
-// starts the container. Remove it with RemovePod, or leave it to Stop.
+// RunContainer creates a pod sandbox, on the host network (no CNI needed)
+// unless spec.PodNetwork, with the container in its own PID namespace, as
+// the kubelet does by default, and starts the container. Remove it with RemovePod, or leave it to Stop.
 func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (*Container, error) {
 	if spec.Name == "" {
 		spec.Name = "c"
@@ -64,6 +68,13 @@ func (h *Containerd) RunContainer(ctx context.Context, spec ContainerSpec) (*Con
 // starts each container in it, in order. Remove it with RemovePod (of any
 // of its containers' PodSandboxID), or leave it to Stop.
 func (h *Containerd) RunPod(ctx context.Context, pod PodMeta, specs ...ContainerSpec) (_ []*Container, retErr error) {
+	// One network for the pod: its own (CNI) if any container asks for it.
+	network := runtimeapi.NamespaceMode_NODE
+	for _, spec := range specs {
+		if spec.PodNetwork {
+			network = runtimeapi.NamespaceMode_POD
+		}
+	}
 	logDir := filepath.Join(h.path("logs"), pod.Namespace+"_"+pod.Name)
 	// The kubelet's labels (kuberuntime's newPodLabels and
 	// newContainerLabels), which probed checks before an exec or a stop.
@@ -83,7 +94,7 @@ func (h *Containerd) RunPod(ctx context.Context, pod PodMeta, specs ...Container
 			CgroupParent: h.cgroupParent,
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_NODE,
+					Network: network,
 					Pid:     runtimeapi.NamespaceMode_CONTAINER,
 					Ipc:     runtimeapi.NamespaceMode_POD,
 				},
@@ -129,7 +140,7 @@ func (h *Containerd) startContainer(ctx context.Context, sandboxID string, sandb
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_NODE,
+			Network: sandboxCfg.Linux.SecurityContext.NamespaceOptions.Network,
 			Pid:     runtimeapi.NamespaceMode_CONTAINER,
 			Ipc:     runtimeapi.NamespaceMode_POD,
 		},

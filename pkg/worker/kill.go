@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
@@ -84,7 +86,11 @@ type OwnerChecker interface {
 	CheckOwner(ctx context.Context, containerID string) error
 }
 
-// Kill implements Killer.
+// Kill implements Killer. A container the runtime no longer knows counts
+// as stopped, after the Killing event (and the preStop hook), as in the
+// kubelet's killContainer, which treats StopContainer's NotFound as done:
+// a container often exits on its own as its probe fails, and retrying its
+// stop would only spend the restart budget.
 func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
 	if err := k.checkOwner(ctx, pod, container, containerID); err != nil {
 		return err
@@ -117,6 +123,11 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
 		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
 	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {
+		if errors.Is(err, cri.ErrContainerNotFound) {
+			klog.V(2).InfoS("Container already gone; nothing to stop", "pod", klog.KObj(pod), "podUID", pod.UID,
+				"containerName", container.Name, "containerID", containerID, "err", err)
+			return nil
+		}
 		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
@@ -124,13 +135,15 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 }
 
 // checkOwner refuses, before the Killing event and the preStop hook, a kill
-// of a container that is not the pod's on the runtime.
+// of a container that is not the pod's on the runtime. A container the
+// runtime does not know is no one's: that is not a refusal, and its stop
+// says so in turn.
 func (k *RuntimeKiller) checkOwner(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string) error {
 	c, ok := k.Runtime.(OwnerChecker)
 	if k.EventOnly || !ok {
 		return nil
 	}
-	if err := c.CheckOwner(ctx, containerID); err != nil {
+	if err := c.CheckOwner(ctx, containerID); err != nil && !errors.Is(err, cri.ErrContainerNotFound) {
 		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,15 +95,26 @@ func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container,
 			return k.deferKill(pod, container.Name, containerID, DeferWorkloadGuard, ReasonRestartsPaused, d.Message(), true)
 		}
 	}
-	if !k.retrying(containerID) && !k.Budget.Take() {
-		msg := fmt.Sprintf("the node's restart budget of %d per minute is spent; restart of container %s after its %s probe failure deferred",
-			k.Budget.PerMinute(), container.Name, strings.ToLower(probeType.String()))
-		return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+	if !k.retrying(containerID) {
+		if v := k.Budget.Take(pod.Namespace); !v.OK {
+			msg := budgetMessage(k.Budget, v, pod.Namespace, container.Name, probeType)
+			return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+		}
 	}
 	k.endEpisodes(containerID)
 	err := k.Inner.Kill(ctx, pod, container, containerID, probeType, spec)
 	k.noteSpent(containerID, err != nil)
 	return err
+}
+
+// budgetMessage is the RestartBudgetExceeded text: which budget is spent.
+func budgetMessage(b *Budget, v Verdict, namespace, container string, probeType prober.ProbeType) string {
+	what := fmt.Sprintf("restart of container %s after its %s probe failure deferred", container, strings.ToLower(probeType.String()))
+	if v.ShareSpent {
+		return fmt.Sprintf("namespace %s has spent its share of the node's restart budget (%s of %d per minute, split between %d namespaces restarting containers); %s",
+			namespace, strconv.FormatFloat(v.Share, 'f', -1, 64), b.PerMinute(), v.Namespaces, what)
+	}
+	return fmt.Sprintf("the node's restart budget of %d per minute is spent; %s", b.PerMinute(), what)
 }
 
 // retrying reports whether a kill of the container already took a token

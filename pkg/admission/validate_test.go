@@ -174,3 +174,20 @@ func TestValidatorOtherKinds(t *testing.T) {
 		t.Errorf("refused a ConfigMap: %v", resp.Result)
 	}
 }
+
+// Issue 31, 1b: a Job (restartPolicy OnFailure) whose template declares a
+// liveness probe in the annotation is refused at `kubectl apply`, with the
+// daemon's reason and fix, as the daemon would refuse to run the probe.
+func TestValidatorRefusesAnOnFailureJobsAnnotatedLiveness(t *testing.T) {
+	pod := annotated(`{"app": {"livenessProbe": {"exec": {"command": ["true"]}}, "readinessProbe": {"exec": {"command": ["true"]}}}}`)
+	pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+	want := daemonSays(t, pod)
+	if len(want) != 1 || !strings.Contains(want[0], "declare it as the container's livenessProbe in the pod spec") {
+		t.Fatalf("the daemon says %q", want)
+	}
+	job := &batchv1.Job{Spec: batchv1.JobSpec{Template: v1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}}}
+	resp := newValidator().Handle(t.Context(), request(admissionv1.Create, metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "batch", mustJSON(t, job), nil))
+	if resp.Allowed || resp.Result.Message != "spec.template: "+want[0] {
+		t.Errorf("Job: %+v, want refused with %q", resp.Result, "spec.template: "+want[0])
+	}
+}

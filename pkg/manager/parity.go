@@ -3,7 +3,6 @@ package manager
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -17,14 +16,10 @@ import (
 // Probes an annotation may declare that probed runs, but not as the kubelet
 // would: adoption leaves them in the spec (probespec's adoption rules), and
 // when a user declares one in probed.io/probes anyway, the daemon runs it and
-// says once, per pod, what differs.
+// says once, per pod, what differs. (A liveness or startup probe whose kill
+// would not be followed by the kubelet's restart is not run at all:
+// probespec refuses it as an InvalidProbe.)
 const (
-	// ReasonRestartNotGuaranteed: a liveness or startup probe whose kill by
-	// probed does not lead to the restart the kubelet's own kill leads to
-	// (restartpolicy.KillParity): under restartPolicy OnFailure the kubelet
-	// restarts after its own kill whatever the exit code, after probed's stop
-	// only after a non-zero exit.
-	ReasonRestartNotGuaranteed = "RestartNotGuaranteed"
 	// ReasonSidecarStartupProbe: a sidecar's startup probe the kubelet does
 	// not see; it counts the sidecar as started as soon as it runs, and
 	// starts the next init containers and the app containers then.
@@ -34,8 +29,7 @@ const (
 // parityMetricReasons are the reason label values of
 // probed_pods_with_probe_parity_warnings, by event reason.
 var parityMetricReasons = map[string]string{
-	ReasonRestartNotGuaranteed: "restart_not_guaranteed",
-	ReasonSidecarStartupProbe:  "sidecar_startup_probe",
+	ReasonSidecarStartupProbe: "sidecar_startup_probe",
 }
 
 // parityWarning is one such probe's warning.
@@ -47,41 +41,23 @@ type parityWarning struct {
 
 // parityWarnings returns the warnings the pod's annotation-declared probes
 // call for, in declared order.
-func parityWarnings(pod *v1.Pod, declared []probespec.DeclaredProbe) []parityWarning {
+func parityWarnings(declared []probespec.DeclaredProbe) []parityWarning {
 	var out []parityWarning
 	for _, d := range declared {
-		if !d.FromAnnotation {
-			continue
-		}
-		field := strings.ToLower(d.Type.String()) + "Probe"
-		switch {
-		case d.InitContainer && d.Type == prober.Startup:
+		if d.FromAnnotation && d.InitContainer && d.Type == prober.Startup {
 			out = append(out, parityWarning{d.Container.Name, ReasonSidecarStartupProbe, fmt.Sprintf(
 				"sidecar %s: its startupProbe in %s is probed's, which the kubelet does not see: the kubelet counts the sidecar as started as soon as it runs, "+
 					"and starts the next init containers and the app containers then; keep it in the pod spec to keep the start-up order",
 				d.Container.Name, probespec.ProbesAnnotation)})
-		case d.Type != prober.Readiness && !restartpolicy.KillParity(&pod.Spec, &d.Container):
-			out = append(out, parityWarning{d.Container.Name, ReasonRestartNotGuaranteed, fmt.Sprintf(
-				"container %s: a failure of its %s in %s stops it, and %s; the kubelet restarts a container its own probe killed whatever the exit code. "+
-					"Keep the probe in the pod spec to have it restarted as the kubelet does",
-				d.Container.Name, field, probespec.ProbesAnnotation, afterStopText(&pod.Spec, &d.Container))})
 		}
 	}
 	return out
 }
 
-// afterStopText says what the kubelet does after probed stops c.
-func afterStopText(spec *v1.PodSpec, c *v1.Container) string {
-	if restartpolicy.StopOutcome(spec, c).AllButZero {
-		return "under restartPolicy OnFailure the kubelet restarts it only if it exits non-zero (an app that exits 0 on SIGTERM is never restarted, and a Job's pod may then succeed)"
-	}
-	return "whether the kubelet restarts it then depends on its exit code and restartPolicyRules"
-}
-
 // checkParityLocked records the pod's parity warnings and returns those not
 // raised for it yet: each reason once per container for the pod's life.
 func (m *Manager) checkParityLocked(pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) []parityWarning {
-	warnings := parityWarnings(pod, declared)
+	warnings := parityWarnings(declared)
 	e.parity = map[string]bool{}
 	var due []parityWarning
 	for _, w := range warnings {
@@ -133,8 +109,8 @@ func (m *Manager) countParityLocked() {
 func newParityGauge() *prometheus.GaugeVec {
 	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "probed_pods_with_probe_parity_warnings",
-		Help: "Pods on the node whose probed.io/probes annotation declares a probe probed runs unlike the kubelet, by reason: restart_not_guaranteed " +
-			"(a liveness or startup kill under restartPolicy OnFailure), sidecar_startup_probe (a sidecar's startup probe the kubelet's start-up order does not wait for).",
+		Help: "Pods on the node whose probed.io/probes annotation declares a probe probed runs unlike the kubelet, by reason: " +
+			"sidecar_startup_probe (a sidecar's startup probe the kubelet's start-up order does not wait for).",
 	}, []string{"reason"})
 }
 

@@ -17,10 +17,11 @@ func (e *env) parityGauge(reason string) float64 {
 	return testutil.ToFloat64(e.mgr.opts.Metrics.parity.WithLabelValues(reason))
 }
 
-// An annotation that declares a liveness or startup probe under
-// restartPolicy OnFailure, or a sidecar's startup probe, is run, and said
-// once: a Warning on the container and the gauge; a resync repeats nothing;
-// the pod's going clears the gauge.
+// A sidecar's startup probe declared in the annotation is run, and said
+// once: a Warning on the container and the gauge; a resync repeats
+// nothing; the pod's going clears the gauge. A liveness or startup probe
+// under restartPolicy OnFailure is not run (issue 31, 1b): an InvalidProbe
+// names the reason and the fix, while the pod's readiness probe runs.
 func TestParityWarnings(t *testing.T) {
 	e := newEnv(t, probespec.ProbeSourceAnnotation)
 	job := runningPod("job", "j1", annotate(map[string]map[string]any{"app": {"livenessProbe": tcp1, "startupProbe": tcp2, "readinessProbe": tcp1}}), "app")
@@ -34,20 +35,19 @@ func TestParityWarnings(t *testing.T) {
 	plain := runningPod("plain", "p1", annotate(map[string]map[string]any{"app": {"livenessProbe": tcp1, "startupProbe": tcp2}}), "app")
 	e.create(plain)
 
-	e.eventually("both warnings", func() bool {
-		return len(e.rec.byReason(ReasonRestartNotGuaranteed)) == 1 && len(e.rec.byReason(ReasonSidecarStartupProbe)) == 1
+	e.eventually("the warning and the refusals", func() bool {
+		return len(e.rec.byReason(ReasonSidecarStartupProbe)) == 1 && len(e.rec.byReason(ReasonInvalidProbe)) == 2
 	})
-	e.eventually("every pod synced", func() bool { return e.mgr.queue.Len() == 0 && e.mgr.WorkerCount() == 3+3+2 })
-	got := e.rec.byReason(ReasonRestartNotGuaranteed)[0]
-	if got.container != "app" || got.eventType != v1.EventTypeWarning ||
-		!strings.Contains(got.message, "under restartPolicy OnFailure the kubelet restarts it only if it exits non-zero") {
-		t.Errorf("RestartNotGuaranteed event %+v", got)
+	e.eventually("every pod synced", func() bool { return e.mgr.queue.Len() == 0 && e.mgr.WorkerCount() == 1+3+2 })
+	for _, got := range e.rec.byReason(ReasonInvalidProbe) {
+		if got.container != "app" || got.eventType != v1.EventTypeWarning ||
+			!strings.Contains(got.message, "Forbidden: under restartPolicy OnFailure the kubelet restarts a container its") ||
+			!strings.Contains(got.message, "in the pod spec, where the kubelet runs it") {
+			t.Errorf("InvalidProbe event %+v", got)
+		}
 	}
 	if sc := e.rec.byReason(ReasonSidecarStartupProbe)[0]; sc.container != "proxy" || !strings.Contains(sc.message, "starts the next init containers and the app containers") {
 		t.Errorf("SidecarStartupProbe event %+v", sc)
-	}
-	if g := e.parityGauge("restart_not_guaranteed"); g != 1 {
-		t.Errorf("gauge restart_not_guaranteed = %v, want 1", g)
 	}
 	if g := e.parityGauge("sidecar_startup_probe"); g != 1 {
 		t.Errorf("gauge sidecar_startup_probe = %v, want 1", g)
@@ -59,14 +59,14 @@ func TestParityWarnings(t *testing.T) {
 	mesh.Labels = map[string]string{"touched": "yes"}
 	e.update(mesh)
 	e.eventually("updates processed", func() bool { return e.mgr.queue.Len() == 0 })
-	if n, m := len(e.rec.byReason(ReasonRestartNotGuaranteed)), len(e.rec.byReason(ReasonSidecarStartupProbe)); n != 1 || m != 1 {
-		t.Errorf("warnings repeated on resync: %d, %d", n, m)
+	if n, m := len(e.rec.byReason(ReasonInvalidProbe)), len(e.rec.byReason(ReasonSidecarStartupProbe)); n != 2 || m != 1 {
+		t.Errorf("events repeated on resync: %d, %d", n, m)
 	}
 
-	// The Job's pod goes: its share of the gauge with it.
-	job.Status.Phase = v1.PodSucceeded
-	e.update(job)
-	e.eventually("gauge back to 0", func() bool { return e.parityGauge("restart_not_guaranteed") == 0 })
+	// The mesh pod goes: its share of the gauge with it.
+	mesh.Status.Phase = v1.PodSucceeded
+	e.update(mesh)
+	e.eventually("gauge back to 0", func() bool { return e.parityGauge("sidecar_startup_probe") == 0 })
 }
 
 // A startup probe the kubelet runs (it stayed in the pod spec) gates

@@ -169,19 +169,7 @@ func (j *adoptJudge) sidecarStartup(s adoptSlot) string {
 // killParity: a liveness or startup kill by probed must lead to the
 // restart the kubelet's own kill leads to (restartpolicy.KillParity).
 func (j *adoptJudge) killParity(s adoptSlot) string {
-	if s.typ == prober.Readiness || restartpolicy.KillParity(j.spec, s.container) {
-		return ""
-	}
-	policy := string(j.spec.RestartPolicy)
-	if s.container.RestartPolicy != nil {
-		policy = string(*s.container.RestartPolicy) + " (the container's)"
-	}
-	after := "its exit code and restartPolicyRules decide"
-	if restartpolicy.StopOutcome(j.spec, s.container).AllButZero {
-		after = "only if it exits non-zero"
-	}
-	return fmt.Sprintf("under restartPolicy %s the kubelet restarts a container its %s probe killed whatever its exit code, one probed stopped %s",
-		policy, strings.ToLower(s.typ.String()), after)
+	return killParityGap(j.spec, s.container, s.typ)
 }
 
 // execTooLarge: probed refuses an exec command over its bounds

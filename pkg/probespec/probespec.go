@@ -261,6 +261,9 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, checkErrs...)
 			period, timeout, timingErrs := checkSubSecond(ext.PeriodMs, ext.TimeoutMs, path)
 			errs = append(errs, timingErrs...)
+			if fromAnnotation {
+				errs = append(errs, checkKillParity(&pod.Spec, tg.container, pt.typ, path)...)
+			}
 			if len(errs) > 0 {
 				problems = append(problems, probeProblems(tg.container.Name, pt.typ, fromAnnotation, errs)...)
 				continue

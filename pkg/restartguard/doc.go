@@ -12,8 +12,11 @@
 //     such controller, and workloads with one active pod on this node, are
 //     not guarded;
 //   - the node budget (Budget): a token bucket of restarts per minute shared
-//     by every worker on the node. A kill over budget is deferred: the worker
-//     stays on hold and retries on its next period while the container runs.
+//     by every worker on the node, and under it a fair share for each
+//     namespace restarting containers. A kill over either is deferred: the
+//     worker stays on hold and retries on its next period while the
+//     container runs. A kill decision spends one restart, however often a
+//     failed stop is retried.
 //
 // Killer applies both in front of another worker.Killer and reports every
 // deferral with a Warning event and a metric. See docs/security.md.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +78,10 @@ type Killer struct {
 
 	mu       sync.Mutex
 	episodes map[episodeKey]time.Time // last attempt of each ongoing deferral
+	// spent holds the containers whose kill took a token and then failed,
+	// with their last attempt: the worker's retries of that kill decision
+	// take none.
+	spent map[string]time.Time
 }
 
 type episodeKey struct{ containerID, reason string }
@@ -90,13 +95,57 @@ func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container,
 			return k.deferKill(pod, container.Name, containerID, DeferWorkloadGuard, ReasonRestartsPaused, d.Message(), true)
 		}
 	}
-	if !k.Budget.Take() {
-		msg := fmt.Sprintf("the node's restart budget of %d per minute is spent; restart of container %s after its %s probe failure deferred",
-			k.Budget.PerMinute(), container.Name, strings.ToLower(probeType.String()))
-		return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+	if !k.retrying(containerID) {
+		if v := k.Budget.Take(pod.Namespace); !v.OK {
+			msg := budgetMessage(k.Budget, v, pod.Namespace, container.Name, probeType)
+			return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+		}
 	}
 	k.endEpisodes(containerID)
-	return k.Inner.Kill(ctx, pod, container, containerID, probeType, spec)
+	err := k.Inner.Kill(ctx, pod, container, containerID, probeType, spec)
+	k.noteSpent(containerID, err != nil)
+	return err
+}
+
+// budgetMessage is the RestartBudgetExceeded text: which budget is spent.
+func budgetMessage(b *Budget, v Verdict, namespace, container string, probeType prober.ProbeType) string {
+	what := fmt.Sprintf("restart of container %s after its %s probe failure deferred", container, strings.ToLower(probeType.String()))
+	if v.ShareSpent {
+		return fmt.Sprintf("namespace %s has spent its share of the node's restart budget (%s of %d per minute, split between %d namespaces restarting containers); %s",
+			namespace, strconv.FormatFloat(v.Share, 'f', -1, 64), b.PerMinute(), v.Namespaces, what)
+	}
+	return fmt.Sprintf("the node's restart budget of %d per minute is spent; %s", b.PerMinute(), what)
+}
+
+// retrying reports whether a kill of the container already took a token
+// and failed: a retry of the same kill decision, which takes no other.
+func (k *Killer) retrying(containerID string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.spent[containerID]
+	return ok
+}
+
+// noteSpent remembers a container whose kill took a token and failed, and
+// forgets it once a kill went through. Entries of containers no kill was
+// asked for in episodeGap go: their worker has moved on.
+func (k *Killer) noteSpent(containerID string, failed bool) {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for id, last := range k.spent {
+		if now.Sub(last) > episodeGap {
+			delete(k.spent, id)
+		}
+	}
+	if !failed {
+		delete(k.spent, containerID)
+		return
+	}
+	if k.spent == nil {
+		k.spent = map[string]time.Time{}
+	}
+	k.spent[containerID] = now
 }
 
 // deferKill reports a deferral the first time in an episode and returns it.

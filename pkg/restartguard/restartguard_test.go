@@ -29,23 +29,23 @@ func TestBudgetTokenBucket(t *testing.T) {
 	b := NewBudget(3, clk)
 	// Starts full: a burst of 3.
 	for i := range 3 {
-		if !b.Take() {
+		if !b.Take("ns").OK {
 			t.Fatalf("take %d refused from a full bucket", i+1)
 		}
 	}
-	if b.Take() {
+	if b.Take("ns").OK {
 		t.Fatal("4th take in the same instant allowed")
 	}
 	// 3 a minute is one every 20s.
 	clk.SetTime(epoch.Add(19 * time.Second))
-	if b.Take() {
+	if b.Take("ns").OK {
 		t.Fatal("allowed after 19s")
 	}
 	clk.SetTime(epoch.Add(20 * time.Second))
-	if !b.Take() {
+	if !b.Take("ns").OK {
 		t.Fatal("refused after 20s")
 	}
-	if b.Take() {
+	if b.Take("ns").OK {
 		t.Fatal("two allowed after 20s")
 	}
 	// A long quiet spell refills to the burst, no more.
@@ -54,28 +54,28 @@ func TestBudgetTokenBucket(t *testing.T) {
 		t.Fatalf("available after an hour = %d; want 3", got)
 	}
 	for range 3 {
-		b.Take()
+		b.Take("ns")
 	}
-	if b.Take() {
+	if b.Take("ns").OK {
 		t.Fatal("bucket exceeded its burst")
 	}
 	// A clock stepping back never mints tokens.
 	clk.SetTime(epoch)
-	if b.Take() {
+	if b.Take("ns").OK {
 		t.Fatal("allowed after the clock went back")
 	}
 
 	// 10 a minute, the default: exactly one every 6s, with float rounding.
 	b = NewBudget(10, clk)
 	for range 10 {
-		b.Take()
+		b.Take("ns")
 	}
 	for i := 1; i <= 20; i++ {
 		clk.SetTime(epoch.Add(time.Duration(i) * 6 * time.Second))
-		if !b.Take() {
+		if !b.Take("ns").OK {
 			t.Fatalf("refused at %ds", i*6)
 		}
-		if b.Take() {
+		if b.Take("ns").OK {
 			t.Fatalf("two allowed at %ds", i*6)
 		}
 	}
@@ -88,7 +88,7 @@ func TestBudgetUnlimited(t *testing.T) {
 			t.Fatalf("NewBudget(%d) = %v; want nil (unlimited)", n, b)
 		}
 		for range 1000 {
-			if !b.Take() {
+			if !b.Take("ns").OK {
 				t.Fatal("unlimited budget refused")
 			}
 		}
@@ -364,7 +364,7 @@ func TestKillerBudget(t *testing.T) {
 	// So is one after 10 minutes without an attempt.
 	clk.Step(11 * time.Minute)
 	k.Budget = NewBudget(1, clk)
-	k.Budget.Take()
+	k.Budget.Take("ns")
 	deferred(t, kill("c", prober.Liveness), DeferBudget, false)
 	if n := len(rec.byReason(ReasonRestartBudgetExceeded)); n != 3 {
 		t.Errorf("%d budget events; want 3", n)

@@ -236,3 +236,60 @@ func KillParity(spec *v1.PodSpec, c *v1.Container) bool {
 	}
 	return StopOutcome(spec, c).All
 }
+
+// KillsPod reports whether the kubelet's own liveness or startup kill of
+// the named container would be a kill of the whole pod. computePodActions
+// sets KillPod when no regular container is left to keep running or to
+// start: the failing container is a regular one it would not start again
+// (AfterKubeletKill is false), and every other regular container has
+// terminated for good. SyncPod then stops every running container
+// (killPodWithSyncResult), each with the event "Stopping container <c>"
+// and the pod's grace period, the probe's terminationGracePeriodSeconds
+// left aside, its sidecars after the regular containers and in reverse
+// order, and then the pod's sandbox.
+//
+// It reads the pod's API status, which the kubelet wrote from the
+// runtime's: a container with no status, or waiting, is one the kubelet
+// will start.
+func KillsPod(pod *v1.Pod, name string) bool {
+	if pod == nil {
+		return false
+	}
+	spec := &pod.Spec
+	c := regular(spec, name)
+	if c == nil || AfterKubeletKill(spec, c) || AllContainersRestarting(pod) {
+		return false
+	}
+	for i := range spec.Containers {
+		other := &spec.Containers[i]
+		if other.Name == name {
+			continue
+		}
+		t := terminated(pod, other.Name)
+		if t == nil || AfterExit(spec, other, t.ExitCode) != NoRestart {
+			return false
+		}
+	}
+	return true
+}
+
+// regular finds the named regular container of spec, or nil.
+func regular(spec *v1.PodSpec, name string) *v1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// terminated is the named regular container's terminated state, or nil
+// while it has none (running, waiting, or not created yet).
+func terminated(pod *v1.Pod, name string) *v1.ContainerStateTerminated {
+	for i := range pod.Status.ContainerStatuses {
+		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == name {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}

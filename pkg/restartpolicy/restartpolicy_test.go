@@ -131,3 +131,67 @@ func TestWillRunAgain(t *testing.T) {
 		t.Error("AllContainersRestarting=True: every container runs again")
 	}
 }
+
+// computePodActions' KillPod after the kubelet's own liveness or startup
+// kill of "app": app is a regular container it would not restart, and no
+// other regular container runs or will be started.
+func TestKillsPod(t *testing.T) {
+	always, onFailure, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyOnFailure, v1.ContainerRestartPolicyNever
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+	exited := func(code int32) v1.ContainerState {
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}
+	}
+	waiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	type other struct {
+		policy *v1.ContainerRestartPolicy
+		state  *v1.ContainerState // nil: no status yet
+	}
+	pod := func(p v1.RestartPolicy, app *v1.ContainerRestartPolicy, others ...other) *v1.Pod {
+		pod := &v1.Pod{Spec: v1.PodSpec{RestartPolicy: p,
+			InitContainers: []v1.Container{{Name: "proxy", RestartPolicy: &always}},
+			Containers:     []v1.Container{{Name: "app", RestartPolicy: app}}}}
+		pod.Status.InitContainerStatuses = []v1.ContainerStatus{{Name: "proxy", State: running}}
+		pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", State: running}}
+		for i, o := range others {
+			name := string(rune('b' + i))
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: name, RestartPolicy: o.policy})
+			if o.state != nil {
+				pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: name, State: *o.state})
+			}
+		}
+		return pod
+	}
+	ex0, ex1 := exited(0), exited(1)
+	restartingAll := pod(v1.RestartPolicyNever, nil)
+	restartingAll.Status.Conditions = []v1.PodCondition{{Type: v1.AllContainersRestarting, Status: v1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		c    string
+		want bool
+	}{
+		{"Never pod, its only app container (a sidecar beside)", pod(v1.RestartPolicyNever, nil), "app", true},
+		{"Never pod, another app container runs", pod(v1.RestartPolicyNever, nil, other{nil, &running}), "app", false},
+		{"Never pod, the other app container has exited", pod(v1.RestartPolicyNever, nil, other{nil, &ex1}), "app", true},
+		{"Never pod, the other waits to restart", pod(v1.RestartPolicyNever, nil, other{&always, &waiting}), "app", false},
+		{"Never pod, the other is not created yet", pod(v1.RestartPolicyNever, nil, other{nil, nil}), "app", false},
+		{"Never pod, the other exited and will restart (its own Always)", pod(v1.RestartPolicyNever, nil, other{&always, &ex0}), "app", false},
+		{"Never pod, the other exited 1 under its own OnFailure", pod(v1.RestartPolicyNever, nil, other{&onFailure, &ex1}), "app", false},
+		{"Never pod, the other exited 0 under its own OnFailure", pod(v1.RestartPolicyNever, nil, other{&onFailure, &ex0}), "app", true},
+		{"Always pod: restarted in the same pass", pod(v1.RestartPolicyAlways, nil), "app", false},
+		{"OnFailure pod: restarted in the same pass", pod(v1.RestartPolicyOnFailure, nil), "app", false},
+		{"Never pod, app's own Always", pod(v1.RestartPolicyNever, &always), "app", false},
+		{"Always pod, app's own Never, alone", pod(v1.RestartPolicyAlways, &never), "app", true},
+		{"Always pod, app's own Never, the other exited and restarts", pod(v1.RestartPolicyAlways, &never, other{nil, &ex0}), "app", false},
+		{"a sidecar is restarted whatever the pod's policy", pod(v1.RestartPolicyNever, nil), "proxy", false},
+		{"all containers restarting", restartingAll, "app", false},
+		{"no such container", pod(v1.RestartPolicyNever, nil), "nope", false},
+		{"no pod", nil, "app", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := KillsPod(tc.pod, tc.c); got != tc.want {
+				t.Errorf("KillsPod = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

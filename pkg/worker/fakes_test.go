@@ -134,7 +134,7 @@ type killCall struct {
 func (k *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, t prober.ProbeType, spec *v1.Probe) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.kills = append(k.kills, killCall{id, c.Name, t, GracePeriod(pod, spec)})
+	k.kills = append(k.kills, killCall{id, c.Name, t, GracePeriod(pod, c.Name, spec)})
 	return k.err
 }
 

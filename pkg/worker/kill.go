@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
@@ -22,7 +24,16 @@ import (
 // starts from minimumGracePeriodInSeconds). The API server always sets the
 // pod's, so the last case is for pods that never went through it. RuntimeKiller stops the container with what the
 // hook left of it, and never with less than MinimumGracePeriod.
-func GracePeriod(pod *v1.Pod, spec *v1.Probe) time.Duration {
+//
+// The probe's is left aside when the kubelet's own kill would have been a
+// kill of the whole pod (restartpolicy.KillsPod: the pod's last running
+// container, which will not be restarted): the kubelet then stops its
+// containers with the pod's grace period, and the exit code, which a
+// Job's podFailurePolicy may read, is the one the pod's allows.
+func GracePeriod(pod *v1.Pod, container string, spec *v1.Probe) time.Duration {
+	if restartpolicy.KillsPod(pod, container) {
+		spec = nil
+	}
 	switch {
 	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
 		return seconds(*pod.DeletionGracePeriodSeconds)
@@ -84,7 +95,11 @@ type OwnerChecker interface {
 	CheckOwner(ctx context.Context, containerID string) error
 }
 
-// Kill implements Killer.
+// Kill implements Killer. A container the runtime no longer knows counts
+// as stopped, after the Killing event (and the preStop hook), as in the
+// kubelet's killContainer, which treats StopContainer's NotFound as done:
+// a container often exits on its own as its probe fails, and retrying its
+// stop would only spend the restart budget.
 func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
 	if err := k.checkOwner(ctx, pod, container, containerID); err != nil {
 		return err
@@ -98,7 +113,7 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 	if k.Runtime == nil {
 		return fmt.Errorf("no runtime to stop container %q", containerID)
 	}
-	grace := GracePeriod(pod, spec)
+	grace := GracePeriod(pod, container.Name, spec)
 	if hook := preStopOf(container); hook != nil && grace > 0 && k.Hooks != nil {
 		h := k.startPreStop(ctx, pod, container, containerID, hook)
 		// After the stop: a hook still running ends with its container.
@@ -117,6 +132,11 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 	klog.V(2).InfoS("Stopping container after probe failure", "pod", klog.KObj(pod), "podUID", pod.UID,
 		"containerName", container.Name, "containerID", containerID, "probeType", probeType, "gracePeriod", grace)
 	if err := k.Runtime.StopContainer(ctx, containerID, grace); err != nil {
+		if errors.Is(err, cri.ErrContainerNotFound) {
+			klog.V(2).InfoS("Container already gone; nothing to stop", "pod", klog.KObj(pod), "podUID", pod.UID,
+				"containerName", container.Name, "containerID", containerID, "err", err)
+			return nil
+		}
 		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
@@ -124,13 +144,15 @@ func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Con
 }
 
 // checkOwner refuses, before the Killing event and the preStop hook, a kill
-// of a container that is not the pod's on the runtime.
+// of a container that is not the pod's on the runtime. A container the
+// runtime does not know is no one's: that is not a refusal, and its stop
+// says so in turn.
 func (k *RuntimeKiller) checkOwner(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string) error {
 	c, ok := k.Runtime.(OwnerChecker)
 	if k.EventOnly || !ok {
 		return nil
 	}
-	if err := c.CheckOwner(ctx, containerID); err != nil {
+	if err := c.CheckOwner(ctx, containerID); err != nil && !errors.Is(err, cri.ErrContainerNotFound) {
 		k.mismatchEvent(pod, container, err)
 		return fmt.Errorf("stop container %q: %w", containerID, err)
 	}
@@ -162,10 +184,18 @@ func (k *RuntimeKiller) mismatchEvent(pod *v1.Pod, container *v1.Container, err 
 // restarts a container after its own kill whatever the exit code, but after
 // probed's stop only if the exit code is not 0, so the text ends in ", will
 // be restarted unless it exits with code 0".
+//
+// When the kubelet's own kill would have been a kill of the whole pod
+// (restartpolicy.KillsPod), the text is its killPodWithSyncResult's:
+// "Stopping container <c>". The kubelet then stops the pod's remaining
+// containers (its sidecars) itself, as it would have in the same pass.
 func KillMessage(pod *v1.Pod, containerName string, probeType prober.ProbeType) string {
 	what := strings.ToLower(probeType.String())
 	if pod != nil && restartpolicy.IsSidecar(&pod.Spec, containerName) {
 		return fmt.Sprintf("Init container %s failed %s probe", containerName, what)
+	}
+	if restartpolicy.KillsPod(pod, containerName) {
+		return "Stopping container " + containerName
 	}
 	msg := fmt.Sprintf("Container %s failed %s probe", containerName, what)
 	if pod == nil {

@@ -44,7 +44,7 @@ func TestGracePeriod(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := GracePeriod(tc.pod, tc.probe); got != tc.want {
+			if got := GracePeriod(tc.pod, "app", tc.probe); got != tc.want {
 				t.Errorf("GracePeriod = %v, want %v", got, tc.want)
 			}
 		})
@@ -62,6 +62,14 @@ func (s *fakeStopper) StopContainer(_ context.Context, id string, grace time.Dur
 	s.id, s.grace = id, grace
 	s.calls++
 	return s.err
+}
+
+// besideRunning adds a running container "other" to pod.
+func besideRunning(pod *v1.Pod) *v1.Pod {
+	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "other"})
+	pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{
+		Name: "other", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}})
+	return pod
 }
 
 func TestKillMessage(t *testing.T) {
@@ -86,10 +94,14 @@ func TestKillMessage(t *testing.T) {
 		// Under OnFailure the kubelet's own kill restarts whatever the exit
 		// code; after probed's stop only a non-zero exit is restarted.
 		{withPolicy(v1.RestartPolicyOnFailure), "app", prober.Startup, "Container app failed startup probe, will be restarted unless it exits with code 0"},
-		{withPolicy(v1.RestartPolicyNever), "app", prober.Liveness, "Container app failed liveness probe"},
+		// Not restarted, beside a container that runs: only killed.
+		{besideRunning(withPolicy(v1.RestartPolicyNever)), "app", prober.Liveness, "Container app failed liveness probe"},
+		// Not restarted, and the pod's last: the kubelet kills the pod.
+		{withPolicy(v1.RestartPolicyNever), "app", prober.Liveness, "Stopping container app"},
 		// A container's own restartPolicy comes first (KEP-5307).
 		{withContainerPolicy(v1.RestartPolicyNever, v1.ContainerRestartPolicyAlways), "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
-		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever), "app", prober.Liveness, "Container app failed liveness probe"},
+		{besideRunning(withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever)), "app", prober.Liveness, "Container app failed liveness probe"},
+		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever), "app", prober.Startup, "Stopping container app"},
 		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyOnFailure), "app", prober.Liveness, "Container app failed liveness probe, will be restarted unless it exits with code 0"},
 		{sidecarPod, "proxy", prober.Liveness, "Init container proxy failed liveness probe"},
 		{sidecarPod, "proxy", prober.Startup, "Init container proxy failed startup probe"},

@@ -33,7 +33,7 @@ var parityScenarios = []struct {
 	name string
 	run  func(t *testing.T)
 }{
-	{"onfailure-annotated-liveness-says-what-happens", testOnFailureAnnotationLivenessSaysWhatHappens},
+	{"annotated-kill-parity", testAnnotatedKillParity},
 	{"restart-rules-new-instance-probed", testRestartRulesProbedProbesTheNewInstance},
 	{"restart-count-timing", testRestartCountTimingProbedAndKubelet},
 }
@@ -185,34 +185,90 @@ func testOnFailureJobThroughWebhook(t *testing.T, ctx context.Context, ns string
 	}
 }
 
-// The same container with its liveness probe declared in probed.io/probes:
-// probed runs it, says once that a kill may not restart it
-// (RestartNotGuaranteed), and its Killing text says what really happens:
-// the container exits 0 on SIGTERM, is not restarted, and the pod succeeds.
-func testOnFailureAnnotationLivenessSaysWhatHappens(t *testing.T) {
+// Issue 31, 1b and 4: what follows a kill by probed is what follows the
+// kubelet's, for liveness probes declared in probed.io/probes. Two pods,
+// side by side:
+//   - the OnFailure Job's container above, whose app exits 0 on SIGTERM:
+//     probed refuses its liveness probe (InvalidProbe, naming the fix), so
+//     nothing stops it and the pod never ends as if it had completed (it
+//     used to: probed stopped it, and the exit 0 made the pod Succeeded);
+//   - a restartPolicy Never pod whose only app container, beside a sidecar,
+//     fails its liveness probe, and whose SIGTERM trap takes 4 s and exits
+//     0: the kubelet's own kill would be the pod's, so probed says
+//     "Stopping container app" and stops it with the pod's 10 s, not the
+//     probe's 1 s (which would have SIGKILLed it: exit 137, pod Failed);
+//     the kubelet then stops the sidecar, and the pod Succeeded.
+func testAnnotatedKillParity(t *testing.T) {
 	ctx := context.Background()
+	create := func(pod *v1.Pod) *v1.Pod {
+		created, err := client.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = client.CoreV1().Pods(testNS).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		})
+		return created
+	}
 	spec := onFailurePodSpec(nil)
 	spec.Containers[0].ReadinessProbe = nil
-	annotation := `{"app":{"livenessProbe":{"exec":{"command":["cat","/tmp/alive"]},"periodSeconds":1,"failureThreshold":2}}}`
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "onfailure-annotated", Namespace: testNS,
-		Annotations: map[string]string{probespec.ProbesAnnotation: annotation}}, Spec: spec}
-	created, err := client.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = client.CoreV1().Pods(testNS).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	job := create(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "onfailure-annotated", Namespace: testNS, Annotations: map[string]string{
+		probespec.ProbesAnnotation: `{"app":{"livenessProbe":{"exec":{"command":["cat","/tmp/alive"]},"periodSeconds":1,"failureThreshold":2}}}`}}, Spec: spec})
+
+	const lastApp = `trap 'sleep 4; exit 0' TERM; touch /tmp/alive; sleep 3; rm /tmp/alive; while true; do sleep 1 & wait $!; done`
+	const quietSidecar = `trap 'exit 0' TERM; while true; do sleep 1 & wait $!; done`
+	last := create(&v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "never-last-container", Namespace: testNS, Annotations: map[string]string{
+			probespec.ProbesAnnotation: `{"app":{"livenessProbe":{"exec":{"command":["cat","/tmp/alive"]},"periodSeconds":1,"failureThreshold":1,"terminationGracePeriodSeconds":1}}}`}},
+		Spec: v1.PodSpec{
+			RestartPolicy:                 v1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr(int64(10)),
+			AutomountServiceAccountToken:  ptr(false),
+			InitContainers: []v1.Container{{Name: "proxy", Image: imgBusybox, ImagePullPolicy: v1.PullNever,
+				RestartPolicy: ptr(v1.ContainerRestartPolicyAlways), Command: []string{"/bin/sh", "-c", quietSidecar}}},
+			Containers: []v1.Container{{Name: "app", Image: imgBusybox, ImagePullPolicy: v1.PullNever, Command: []string{"/bin/sh", "-c", lastApp}}},
+		},
 	})
-	warn := waitEvent(t, ctx, created, "probed", "RestartNotGuaranteed", "under restartPolicy OnFailure the kubelet restarts it only if it exits non-zero")
-	if warn.Type != v1.EventTypeWarning || warn.InvolvedObject.FieldPath != "spec.containers{app}" {
-		t.Errorf("RestartNotGuaranteed: type %s, fieldPath %q", warn.Type, warn.InvolvedObject.FieldPath)
-	}
-	p := pollPod(t, ctx, testNS, pod.Name, "the pod to end", 2*time.Minute, func(p *v1.Pod) bool {
+
+	p := pollPod(t, ctx, testNS, last.Name, "the Never pod to end", 2*time.Minute, func(p *v1.Pod) bool {
 		return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
 	})
-	waitEvent(t, ctx, p, "probed", "Killing", "Container app failed liveness probe, will be restarted unless it exits with code 0")
-	if cs := containerStatus(p, "app"); p.Status.Phase != v1.PodSucceeded || cs == nil || cs.RestartCount != 0 {
-		t.Errorf("phase %s, status %v: want Succeeded, never restarted (exit 0 after probed's stop)", p.Status.Phase, cs)
+	cs := containerStatus(p, "app")
+	if p.Status.Phase != v1.PodSucceeded || cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		t.Errorf("Never pod: phase %s, app %s; want Succeeded, exit 0 after its 4 s SIGTERM trap within the pod's 10 s (the probe's 1 s would have SIGKILLed it: 137)",
+			p.Status.Phase, summarize(p))
+	}
+	waitEvent(t, ctx, p, "probed", "Killing", "Stopping container app")
+	waitEvent(t, ctx, p, "kubelet", "Killing", "Stopping container proxy")
+	for _, e := range podEvents(t, ctx, p, "probed") {
+		if e.Reason == "Killing" && strings.Contains(e.Message, "failed liveness probe") {
+			t.Errorf("probed's Killing says %q; the kubelet's own kill would have said Stopping container", e.Message)
+		}
+	}
+
+	refused := waitEvent(t, ctx, job, "probed", "InvalidProbe", `container "app" livenessProbe: Forbidden: under restartPolicy OnFailure`)
+	if !strings.Contains(refused.Message, "declare it as the container's livenessProbe in the pod spec") || refused.InvolvedObject.FieldPath != "spec.containers{app}" {
+		t.Errorf("InvalidProbe %q on %q: want the fix named, on the container", refused.Message, refused.InvolvedObject.FieldPath)
+	}
+
+	// The Job's app stopped being alive 8 s in: a kill would have come at
+	// once. Watch it run on past that, never stopped by probed.
+	started := pollPod(t, ctx, testNS, job.Name, "the Job's app running", podStartTimeout, func(p *v1.Pod) bool {
+		cs := containerStatus(p, "app")
+		return cs != nil && cs.State.Running != nil
+	})
+	until := containerStatus(started, "app").State.Running.StartedAt.Add(15 * time.Second)
+	for time.Now().Before(until) {
+		p := pollPod(t, ctx, testNS, job.Name, "the Job's pod", 30*time.Second, func(*v1.Pod) bool { return true })
+		if cs := containerStatus(p, "app"); p.Status.Phase != v1.PodRunning || cs == nil || cs.RestartCount != 0 || cs.State.Running == nil {
+			t.Fatalf("the Job's pod %s: its refused liveness probe stopped it", summarize(p))
+		}
+		time.Sleep(time.Second)
+	}
+	for _, e := range podEvents(t, ctx, job, "probed") {
+		if e.Reason == "Killing" {
+			t.Errorf("probed killed the Job's container: %q", e.Message)
+		}
 	}
 }
 

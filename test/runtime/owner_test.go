@@ -25,9 +25,9 @@ import (
 
 // ownedWorker runs a probe of container "app" of the harness pod c, whose
 // status names containerID (c's own, or a spoofed one), in a real worker
-// with the real RuntimeKiller, on rt as probed wires it. stop ends it and
-// waits.
-func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt prober.ProbeType, probe *v1.Probe) (w *worker.Worker, events *eventLog, stop func()) {
+// with the real RuntimeKiller, on rt as probed wires it; opts change its
+// configuration. stop ends it and waits.
+func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt prober.ProbeType, probe *v1.Probe, opts ...func(*worker.Config, *eventLog)) (w *worker.Worker, events *eventLog, stop func()) {
 	grace := int64(2)
 	pods := &podSource{pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: c.PodName, Namespace: c.PodNamespace, UID: types.UID(c.PodUID)},
@@ -37,7 +37,7 @@ func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt probe
 	}}
 	pods.run(containerID)
 	events = &eventLog{}
-	w = worker.New(worker.Config{
+	cfg := worker.Config{
 		PodUID: types.UID(c.PodUID), PodNamespace: c.PodNamespace, PodName: c.PodName,
 		Container: &v1.Container{Name: c.Name}, ProbeType: pt, Spec: probe,
 		Prober:      prober.New(rt, prober.Options{}),
@@ -47,7 +47,11 @@ func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt probe
 		Killer:      &worker.RuntimeKiller{Runtime: rt, Recorder: events},
 		Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return true },
 		DaemonStart: time.Now().Add(-time.Hour),
-	})
+	}
+	for _, o := range opts {
+		o(&cfg, events)
+	}
+	w = worker.New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go w.Run(ctx)
 	return w, events, func() { cancel(); <-w.Done() }

@@ -89,7 +89,7 @@ type options struct {
 }
 
 func (o *options) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
+	flagschema.RequiredStringVar(fs, &o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
 	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
@@ -108,7 +108,7 @@ func (o *options) addFlags(fs *flag.FlagSet) {
 		livenessRestart, livenessEventOnly)
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node number of exec slots: an exec probe starts only once it holds one (it may give it up after --exec-slot-max-hold while others wait, and run on)")
 	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
-	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
+	flagschema.NonNegativeDurationVar(fs, &o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
 	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod, "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",

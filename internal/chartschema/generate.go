@@ -21,6 +21,9 @@ func Generate(probedFlags map[string]any, webhookV map[string]any) ([]byte, erro
 		"additionalProperties": false,
 		"allOf":                flagRules(),
 	}
+	// Helm passes global to every chart, and a parent chart's globals with
+	// it: this chart types the one it reads and lets the rest through.
+	props["global"].(map[string]any)["additionalProperties"] = true
 	wh := props["webhook"].(map[string]any)["properties"].(map[string]any)
 	if webhookV == nil {
 		return nil, fmt.Errorf("no schema for the webhook's -v")

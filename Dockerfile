@@ -27,10 +27,14 @@ ARG VERSION=v0.0.0-dev
 ARG REVISION=unknown
 ARG BUILD_DATE=unknown
 WORKDIR /src
-# Modules first: this layer is reused until go.mod or go.sum change.
+# Modules first: this layer is reused until go.mod or go.sum change. Then
+# every source directory the commands import (test/release's
+# TestDockerfileBuildStageCompiles builds exactly what these COPY lines and
+# .dockerignore let in).
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY cmd/ cmd/
+COPY internal/ internal/
 COPY pkg/ pkg/
 COPY internal/ internal/
 # probed compares the cluster's probe-reach policy with deploy/'s.

@@ -65,7 +65,7 @@ clean:
 plugin-dist:
 	bash hack/build-plugin.sh
 
-.PHONY: image demo demo-down
+.PHONY: image push demo demo-down
 
 ## image: probed's container image as .cache/images/probed.tar (probed:dev), built
 ## offline with umoci and skopeo; the Dockerfile builds the same with Docker.
@@ -73,6 +73,13 @@ plugin-dist:
 ## an SBOM each, in .cache/release (REPO, WEBHOOK_REPO, TAG, ARCHES configurable).
 image:
 	bash hack/build-probed-image.sh --release
+
+## push: make image's archives to a registry with skopeo, as REGISTRY/probed:TAG and
+## REGISTRY/probed-webhook:TAG (every architecture); REGISTRY=host[:port][/path] is
+## required, TAG defaults to make image's; PUSH_FLAGS adds skopeo flags (credentials,
+## --dest-tls-verify=false for a plain-HTTP registry). See docs/install.md.
+push:
+	REGISTRY='$(REGISTRY)' TAG='$(TAG)' PUSH_FLAGS='$(PUSH_FLAGS)' bash hack/push-images.sh
 
 ## demo: a real single-node cluster on loopback with probed and sample workloads,
 ## watched for about 80 s; it keeps running until `make demo-down`.

@@ -30,6 +30,10 @@ const (
 	livenessEventOnly livenessAction = "event-only"
 )
 
+// loopbackAddrPattern is --health-bind-address: empty, or an IPv4 or IPv6
+// loopback address with a port, as endpoints.CheckHealthAddr wants it.
+const loopbackAddrPattern = `^((127(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}|\[::1\]):[0-9]{0,5})?$`
+
 // options are the daemon's flags; validate checks them all in one place.
 type options struct {
 	NodeName           string
@@ -105,7 +109,7 @@ type options struct {
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
+	flagschema.RequiredStringVar(fs, &o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the node whose pods probed probes (default $NODE_NAME); required")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "unix:///run/containerd/containerd.sock", "container runtime socket")
 	flagschema.EnumVar(fs, &o.RuntimeType, "runtime-type", cri.TypeAuto, "runtime API: containerd-cri (execs through CRI as the kubelet runs them, the native containerd client for a timed-out exec's whole-tree kill and for stops), containerd (native client only), cri (CRI over gRPC, e.g. CRI-O), auto (containerd-cri on containerd with CRI, containerd without CRI, else cri), or none (network probes only)",
@@ -121,14 +125,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "PEM serving certificate (chain) for the endpoints, reloaded when it changes; a self-signed one is made in memory when empty")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file, reloaded when it changes")
 	fs.BoolVar(&o.PublishServingCA, "publish-serving-ca", true, "publish the self-signed serving certificate's CA in a ConfigMap named after probed's pod, in its namespace and owned by it ($POD_NAME, $POD_NAMESPACE and $POD_UID from the downward API), so that kubectl probed verifies probed's TLS")
-	fs.StringVar(&o.HealthAddr, "health-bind-address", "", "a loopback address that serves /healthz and /readyz alone, over plain HTTP, for the kubelet's probes (e.g. 127.0.0.1:9810): no caller of --metrics-bind-address can starve them; empty: none")
-	fs.StringVar(&o.EndpointTokenAudiences, "endpoint-token-audiences", endpoints.DefaultAudience, "comma-separated audiences a bearer token sent to /metrics, /debug/ and /readyz?verbose must be issued for (kubectl probed's tokens are issued for \"probed\"); a token issued for the API server is refused, so a token that works against the API server is never needed here")
+	flagschema.PatternStringVar(fs, &o.HealthAddr, "health-bind-address", "", loopbackAddrPattern, "empty or a loopback host:port (127.x.x.x or [::1])", "a loopback address that serves /healthz and /readyz alone, over plain HTTP, for the kubelet's probes (e.g. 127.0.0.1:9810): no caller of --metrics-bind-address can starve them; empty: none")
+	flagschema.PatternStringVar(fs, &o.EndpointTokenAudiences, "endpoint-token-audiences", endpoints.DefaultAudience, `[^,\s]`, "at least one audience", "comma-separated audiences a bearer token sent to /metrics, /debug/ and /readyz?verbose must be issued for (kubectl probed's tokens are issued for \"probed\"); a token issued for the API server is refused, so a token that works against the API server is never needed here")
 	fs.BoolVar(&o.MetricsAPIServerTokens, "metrics-api-server-tokens", true, "/metrics also accepts tokens issued for the API server's own audiences, as a Prometheus Operator PodMonitor sends (a Secret's token); false: /metrics, too, needs --endpoint-token-audiences")
 	flagschema.EnumVar(fs, &o.LivenessAction, "liveness-action", livenessRestart, "what a liveness or startup failure does: restart (stop the container) or event-only",
 		livenessRestart, livenessEventOnly)
 	flagschema.IntVar(fs, &o.MaxConcurrentExecs, "max-concurrent-execs", 10, 1, "per-node number of exec slots: an exec probe starts only once it holds one (it may give it up after --exec-slot-max-hold while others wait, and run on)")
-	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn; a pod never has more than twice this many execs running, those that gave their slot up included")
-	fs.DurationVar(&o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
+	flagschema.IntVar(fs, &o.MaxConcurrentExecsPerPod, "max-concurrent-execs-per-pod", 2, 1, "one pod's share of --max-concurrent-execs: its further execs wait while other pods' run, and waiting pods are served in turn")
+	flagschema.NonNegativeDurationVar(fs, &o.ExecSlotMaxHold, "exec-slot-max-hold", 500*time.Millisecond, "how long an exec keeps its slot while other execs wait; it then runs on without one, to its own timeout, so hung exec probes cannot hold every slot; 0 keeps slots until the exec ends")
 	fs.BoolVar(&o.ExecShareRuns, "exec-share-runs", false, "an exec probe whose command is already running in the same container, with a timeout at least its own, takes that run's result instead of running again")
 	fs.BoolVar(&o.MetricsPodUIDLabel, "metrics-pod-uid-label", true, "keep the kubelet's pod_uid label on prober_probe_total")
 	flagschema.EnumVar(fs, &o.MetricsProbeDuration, "metrics-probe-duration", worker.DurationPerPod, "how prober_probe_duration_seconds is broken down: pod (the kubelet's labels, 14 series per probe), namespace (probe_type and namespace only: one histogram per namespace and probe type) or none (not exposed); see docs/observability.md for the series each costs",

@@ -27,8 +27,10 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
 	"github.com/probed-dev/probed/pkg/restartguard"
+	"github.com/probed-dev/probed/pkg/shadow"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -229,6 +231,15 @@ func run(ctx context.Context, o *options) error {
 	if caPublisher != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); caPublisher.Run(mgrCtx) }()
+	}
+	// Shadow mode: the kubelet runs the same probes; say where it decided
+	// otherwise (the metrics stay 0 elsewhere).
+	shadowMetrics := shadow.NewMetrics(reg)
+	if o.DryRun && o.ProbeSource == probespec.ProbeSourceSpec {
+		comparer := shadow.New(shadow.Options{Desired: writer, Metrics: shadowMetrics,
+			Pods: podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) })})
+		wg.Add(1)
+		go func() { defer wg.Done(); comparer.Run(mgrCtx) }()
 	}
 	managerDone := make(chan struct{})
 	go func() { defer wg.Done(); defer close(managerDone); mgr.Run(mgrCtx) }()

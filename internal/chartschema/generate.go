@@ -19,14 +19,11 @@ func Generate(probedFlags map[string]any, webhookV map[string]any) ([]byte, erro
 		"type":                 "object",
 		"properties":           probedFlags,
 		"additionalProperties": false,
-		// component-base refuses --vmodule with JSON logs, at start.
-		"if": map[string]any{
-			"properties": map[string]any{"logging-format": map[string]any{"const": "json"}},
-			"required":   []any{"logging-format"},
-		},
-		"then": map[string]any{"properties": map[string]any{"vmodule": map[string]any{
-			"type": "null", "description": "--vmodule works with the text log format only"}}},
+		"allOf":                flagRules(),
 	}
+	// Helm passes global to every chart, and a parent chart's globals with
+	// it: this chart types the one it reads and lets the rest through.
+	props["global"].(map[string]any)["additionalProperties"] = true
 	wh := props["webhook"].(map[string]any)["properties"].(map[string]any)
 	if webhookV == nil {
 		return nil, fmt.Errorf("no schema for the webhook's -v")
@@ -43,4 +40,41 @@ func Generate(probedFlags map[string]any, webhookV map[string]any) ([]byte, erro
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// loopbackAddress is a host:port whose host is a loopback IP literal, as
+// endpoints.CheckInsecureAddr wants it.
+const loopbackAddress = `^(127(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}|\[::1\]):[0-9]*$`
+
+// flagRules are the checks of probed's options that involve two flags
+// (cmd/probed's options.validate, component-base's logging validation),
+// each as an if/then: the flags' own schemas cannot say them.
+// TestChartSchemaAgreesWithProbed tries each both ways.
+func flagRules() []any {
+	set := func(name string) map[string]any { // a non-empty string
+		return map[string]any{"properties": map[string]any{name: map[string]any{"type": "string", "minLength": 1}}, "required": []any{name}}
+	}
+	unset := func(name, why string) map[string]any { // null, absent or ""
+		return map[string]any{"properties": map[string]any{name: map[string]any{"type": []any{"string", "null"}, "maxLength": 0, "description": why}}}
+	}
+	return []any{
+		// component-base refuses --vmodule with JSON logs.
+		map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"logging-format": map[string]any{"const": "json"}}, "required": []any{"logging-format"}},
+			"then": unset("vmodule", "--vmodule works with the text log format only"),
+		},
+		// A certificate needs its key, and a key its certificate.
+		map[string]any{"if": set("tls-cert-file"), "then": set("tls-private-key-file")},
+		map[string]any{"if": set("tls-private-key-file"), "then": set("tls-cert-file")},
+		// Plain HTTP without authentication: loopback only, and no TLS files.
+		map[string]any{
+			"if": map[string]any{"properties": map[string]any{"metrics-insecure-serving": map[string]any{"const": true}}, "required": []any{"metrics-insecure-serving"}},
+			"then": map[string]any{
+				"properties": map[string]any{"metrics-bind-address": map[string]any{"type": "string", "pattern": loopbackAddress,
+					"description": "--metrics-insecure-serving serves on a loopback address only"}},
+				"required": []any{"metrics-bind-address"},
+				"allOf":    []any{unset("tls-cert-file", "--metrics-insecure-serving serves no TLS")},
+			},
+		},
+	}
 }

@@ -19,6 +19,10 @@ import (
 // Values is charts/probed/values.yaml, key for key. `schema` tags add
 // constraints (see constrain).
 type Values struct {
+	// Global is what Helm passes every chart and subchart; a parent chart's
+	// globals are not this chart's to refuse (see Generate).
+	Global           Global `json:"global"`
+	NameOverride     string `json:"nameOverride" schema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"`
 	FullnameOverride string `json:"fullnameOverride" schema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"`
 	Namespace        struct {
 		Name   string            `json:"name" schema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"`
@@ -29,44 +33,89 @@ type Values struct {
 		// that helm's --create-namespace would create without it.
 		RequirePodSecurityLabel bool `json:"requirePodSecurityLabel"`
 	} `json:"namespace"`
-	Image             Image                          `json:"image"`
-	ImagePullSecrets  []corev1.LocalObjectReference  `json:"imagePullSecrets"`
-	Flags             struct{}                       `json:"flags"` // from probed's flag set
-	ExtraArgs         []string                       `json:"extraArgs"`
-	RuntimeSocketDir  string                         `json:"runtimeSocketDir" schema:"pattern=^(/.*)?$"`
-	Resources         corev1.ResourceRequirements    `json:"resources"`
-	NodeSelector      map[string]string              `json:"nodeSelector"`
-	Tolerations       []corev1.Toleration            `json:"tolerations"`
-	Affinity          corev1.Affinity                `json:"affinity"`
-	PriorityClassName string                         `json:"priorityClassName"`
-	HostPID           bool                           `json:"hostPID"`
-	UpdateStrategy    appsv1.DaemonSetUpdateStrategy `json:"updateStrategy"`
-	TerminationGrace  int64                          `json:"terminationGracePeriodSeconds" schema:"minimum=0"`
-	PodAnnotations    map[string]string              `json:"podAnnotations"`
-	PodLabels         map[string]string              `json:"podLabels"`
-	ExtraEnv          []corev1.EnvVar                `json:"extraEnv"`
-	ExtraVolumes      []corev1.Volume                `json:"extraVolumes"`
-	ExtraVolumeMounts []corev1.VolumeMount           `json:"extraVolumeMounts"`
-	Webhook           Webhook                        `json:"webhook"`
-	Monitoring        Monitoring                     `json:"monitoring"`
+	Image              Image                          `json:"image"`
+	ImagePullSecrets   []corev1.LocalObjectReference  `json:"imagePullSecrets"`
+	ServiceAccount     ServiceAccount                 `json:"serviceAccount"`
+	Flags              struct{}                       `json:"flags"` // from probed's flag set
+	ExtraArgs          []string                       `json:"extraArgs"`
+	RuntimeSocketDir   string                         `json:"runtimeSocketDir" schema:"pattern=^(/.*)?$"`
+	Resources          corev1.ResourceRequirements    `json:"resources"`
+	NodeSelector       map[string]string              `json:"nodeSelector"`
+	Tolerations        []corev1.Toleration            `json:"tolerations"`
+	Affinity           corev1.Affinity                `json:"affinity"`
+	PriorityClassName  string                         `json:"priorityClassName"`
+	HostPID            bool                           `json:"hostPID"`
+	UpdateStrategy     appsv1.DaemonSetUpdateStrategy `json:"updateStrategy"`
+	TerminationGrace   int64                          `json:"terminationGracePeriodSeconds" schema:"minimum=0"`
+	PodAnnotations     map[string]string              `json:"podAnnotations"`
+	PodLabels          map[string]string              `json:"podLabels"`
+	PodSecurityContext corev1.PodSecurityContext      `json:"podSecurityContext"`
+	SecurityContext    corev1.SecurityContext         `json:"securityContext"`
+	ExtraEnv           []corev1.EnvVar                `json:"extraEnv"`
+	ExtraVolumes       []corev1.Volume                `json:"extraVolumes"`
+	ExtraVolumeMounts  []corev1.VolumeMount           `json:"extraVolumeMounts"`
+	Shadow             Shadow                         `json:"shadow"`
+	Webhook            Webhook                        `json:"webhook"`
+	Monitoring         Monitoring                     `json:"monitoring"`
 }
 
-// Image is probed's image; its repository and tag are the webhook's too,
-// unless webhook.image says otherwise.
+// Global holds the globals this chart reads.
+type Global struct {
+	// ImageRegistry, when set, is both images' registry, over
+	// image.registry and webhook.image.registry.
+	ImageRegistry string `json:"imageRegistry"`
+}
+
+// Image is probed's image; its registry, repository and tag are the
+// webhook's too, unless webhook.image says otherwise.
 type Image struct {
+	// Registry is prepended to the repository: host[:port][/path].
+	Registry   string `json:"registry" schema:"pattern=^([^/@:]+(:[0-9]+)?(/[^@:]+)*)?$"`
 	Repository string `json:"repository" schema:"minLength=1"`
-	Tag        string `json:"tag"`
+	Tag        string `json:"tag" schema:"pattern=^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"`
+	// Digest, when set, pins the image; the tag is then left out.
+	Digest     string `json:"digest" schema:"pattern=^([a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+)?$"`
 	PullPolicy string `json:"pullPolicy" schema:"enum=Always|IfNotPresent|Never"`
+}
+
+// ServiceAccount is probed's service account.
+type ServiceAccount struct {
+	// Create false: the account exists already (by Name); the chart still
+	// binds probed's ClusterRole to it.
+	Create bool `json:"create"`
+	// Name empty: the full name (probed).
+	Name        string            `json:"name" schema:"pattern=^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// Shadow is a second DaemonSet of probed in shadow mode
+// (docs/migration.md): --probe-source=spec --dry-run, beside the kubelet.
+type Shadow struct {
+	Enabled bool `json:"enabled"`
+	// MetricsPort is its --metrics-bind-address port; both use the host's
+	// network.
+	MetricsPort int32 `json:"metricsPort" schema:"minimum=1;maximum=65535"`
+	// HealthPort is its --health-bind-address port, where
+	// flags.health-bind-address is set.
+	HealthPort int32 `json:"healthPort" schema:"minimum=1;maximum=65535"`
+	// NodeSelector empty: probed's own nodeSelector.
+	NodeSelector map[string]string `json:"nodeSelector"`
+	// ExtraArgs are added after probed's flags and the two of shadow mode.
+	ExtraArgs []string `json:"extraArgs"`
 }
 
 // Webhook is the adoption webhook's values.
 type Webhook struct {
 	Enabled bool `json:"enabled"`
 	Image   struct {
+		// Registry empty: image.registry (global.imageRegistry wins over both).
+		Registry string `json:"registry" schema:"pattern=^([^/@:]+(:[0-9]+)?(/[^@:]+)*)?$"`
 		// Repository empty: image.repository with "-webhook" appended.
 		Repository string `json:"repository"`
 		// Tag empty: image.tag (and so the chart's appVersion).
-		Tag        string `json:"tag"`
+		Tag string `json:"tag" schema:"pattern=^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$"`
+		// Digest pins the webhook's image (image.digest is probed's only).
+		Digest     string `json:"digest" schema:"pattern=^([a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+)?$"`
 		PullPolicy string `json:"pullPolicy" schema:"enum=Always|IfNotPresent|Never"`
 	} `json:"image"`
 	Replicas int32    `json:"replicas" schema:"minimum=1"`
@@ -76,11 +125,16 @@ type Webhook struct {
 		H2CContainerProbe     bool `json:"H2CContainerProbe"`
 		GRPCContainerProbeTLS bool `json:"GRPCContainerProbeTLS"`
 	} `json:"apiServerFeatureGates"`
-	ExtraArgs    []string                    `json:"extraArgs"`
-	Resources    corev1.ResourceRequirements `json:"resources"`
-	NodeSelector map[string]string           `json:"nodeSelector"`
-	Tolerations  []corev1.Toleration         `json:"tolerations"`
-	CertManager  struct {
+	ExtraArgs                 []string                          `json:"extraArgs"`
+	Resources                 corev1.ResourceRequirements       `json:"resources"`
+	NodeSelector              map[string]string                 `json:"nodeSelector"`
+	Tolerations               []corev1.Toleration               `json:"tolerations"`
+	Affinity                  corev1.Affinity                   `json:"affinity"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
+	PriorityClassName         string                            `json:"priorityClassName"`
+	PodAnnotations            map[string]string                 `json:"podAnnotations"`
+	PodLabels                 map[string]string                 `json:"podLabels"`
+	CertManager               struct {
 		Enabled bool `json:"enabled"`
 		// IssuerRef empty: a self-signed root and a CA of the chart's own,
 		// as deploy/webhook/cert-manager has them.
@@ -94,11 +148,37 @@ type Webhook struct {
 
 // Monitoring is the Prometheus Operator objects' values.
 type Monitoring struct {
-	Enabled   bool              `json:"enabled"`
-	Interval  string            `json:"interval" schema:"pattern=^([0-9]+(ms|s|m|h))+$"`
-	Labels    map[string]string `json:"labels"`
+	Enabled  bool   `json:"enabled"`
+	Interval string `json:"interval" schema:"pattern=^([0-9]+(ms|s|m|h))+$"`
+	// ScrapeTimeout empty: Prometheus' own (10s, at most the interval).
+	ScrapeTimeout string            `json:"scrapeTimeout" schema:"pattern=^(([0-9]+(ms|s|m|h))+)?$"`
+	Labels        map[string]string `json:"labels"`
+	// Relabelings and MetricRelabelings are added to the PodMonitors'
+	// endpoints, after the chart's own.
+	Relabelings       []RelabelConfig `json:"relabelings"`
+	MetricRelabelings []RelabelConfig `json:"metricRelabelings"`
+	PodMonitor        struct {
+		Enabled bool `json:"enabled"`
+	} `json:"podMonitor"`
+	Rules struct {
+		Enabled bool `json:"enabled"`
+	} `json:"rules"`
 	Dashboard struct {
-		Enabled bool              `json:"enabled"`
-		Labels  map[string]string `json:"labels"`
+		Enabled bool `json:"enabled"`
+		// Namespace empty: probed's.
+		Namespace string            `json:"namespace" schema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"`
+		Labels    map[string]string `json:"labels"`
 	} `json:"dashboard"`
+}
+
+// RelabelConfig is the Prometheus Operator's RelabelConfig
+// (monitoring.coreos.com/v1), field for field.
+type RelabelConfig struct {
+	SourceLabels []string `json:"sourceLabels"`
+	Separator    string   `json:"separator"`
+	TargetLabel  string   `json:"targetLabel"`
+	Regex        string   `json:"regex"`
+	Modulus      uint64   `json:"modulus"`
+	Replacement  string   `json:"replacement"`
+	Action       string   `json:"action" schema:"enum=replace|Replace|keep|Keep|drop|Drop|hashmod|HashMod|labelmap|LabelMap|labeldrop|LabelDrop|labelkeep|LabelKeep|lowercase|Lowercase|uppercase|Uppercase|keepequal|KeepEqual|dropequal|DropEqual"`
 }

@@ -14,8 +14,9 @@ import (
 // the positive one, only above zero), and nothing else.
 func TestDurationPatterns(t *testing.T) {
 	anyD, positive := regexp.MustCompile(DurationPattern), regexp.MustCompile(PositiveDurationPattern)
+	nonNegative := regexp.MustCompile(NonNegativeDurationPattern)
 	for _, s := range []string{"0", "1s", "1m30s", "1.5h", ".5s", "5.s", "+3ms", "-3ms", "0s", "0m0s", "0.0s", "0.01s",
-		"300us", "300µs", "300μs", "2h45m0.5s", "60", "1", "", "s", "1d", "1 s", "1s ", "--1s", "1e3s", "0x10s", "1S", "00s", "10m0s"} {
+		"300us", "300µs", "300μs", "2h45m0.5s", "60", "1", "", "s", "1d", "1 s", "1s ", "--1s", "1e3s", "0x10s", "1S", "00s", "10m0s", "-0s", "-0", "+0"} {
 		d, err := time.ParseDuration(s)
 		if got, want := anyD.MatchString(s), err == nil; got != want {
 			t.Errorf("DurationPattern on %q: %v, time.ParseDuration: %v", s, got, err)
@@ -23,16 +24,20 @@ func TestDurationPatterns(t *testing.T) {
 		if got, want := positive.MatchString(s), err == nil && d > 0; got != want {
 			t.Errorf("PositiveDurationPattern on %q: %v, want %v (time.ParseDuration: %v, %v)", s, got, want, d, err)
 		}
+		// No minus sign at all, not even on a zero.
+		if got, want := nonNegative.MatchString(s), err == nil && d >= 0 && !strings.HasPrefix(s, "-"); got != want {
+			t.Errorf("NonNegativeDurationPattern on %q: %v, want %v (time.ParseDuration: %v, %v)", s, got, want, d, err)
+		}
 	}
 }
 
 // Each typed value refuses what its schema refuses, and parses the rest.
 func TestTypedValues(t *testing.T) {
 	var (
-		e string
-		i int
-		f float64
-		d time.Duration
+		e, r  string
+		i     int
+		f     float64
+		d, nn time.Duration
 	)
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	fs.Usage = func() {}
@@ -40,19 +45,22 @@ func TestTypedValues(t *testing.T) {
 	IntVar(fs, &i, "int", 10, 1, "at least 1")
 	PositiveFloatVar(fs, &f, "float", 20, "above 0")
 	PositiveDurationVar(fs, &d, "dur", time.Minute, "above 0")
-	if e != "a" || i != 10 || f != 20 || d != time.Minute {
-		t.Fatalf("defaults: %q %d %v %v", e, i, f, d)
+	NonNegativeDurationVar(fs, &nn, "nn", time.Second, "0 or more")
+	RequiredStringVar(fs, &r, "req", "", "not empty")
+	if e != "a" || i != 10 || f != 20 || d != time.Minute || nn != time.Second || r != "" {
+		t.Fatalf("defaults: %q %d %v %v %v %q", e, i, f, d, nn, r)
 	}
-	for _, bad := range [][]string{{"--enum=c"}, {"--int=0"}, {"--int=x"}, {"--float=0"}, {"--float=-1"}, {"--dur=0s"}, {"--dur=-1s"}, {"--dur=60"}} {
+	for _, bad := range [][]string{{"--enum=c"}, {"--int=0"}, {"--int=x"}, {"--float=0"}, {"--float=-1"}, {"--float=1e3"},
+		{"--float=Inf"}, {"--float=NaN"}, {"--dur=0s"}, {"--dur=-1s"}, {"--dur=60"}, {"--nn=-1s"}, {"--nn=-0s"}, {"--nn=1"}, {"--req="}} {
 		if err := fs.Parse(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	if err := fs.Parse([]string{"--enum=b", "--int=1", "--float=0.5", "--dur=1ms"}); err != nil {
+	if err := fs.Parse([]string{"--enum=b", "--int=1", "--float=0.5", "--dur=1ms", "--nn=0", "--req=x"}); err != nil {
 		t.Fatal(err)
 	}
-	if e != "b" || i != 1 || f != 0.5 || d != time.Millisecond {
-		t.Errorf("parsed: %q %d %v %v", e, i, f, d)
+	if e != "b" || i != 1 || f != 0.5 || d != time.Millisecond || nn != 0 || r != "x" {
+		t.Errorf("parsed: %q %d %v %v %v %q", e, i, f, d, nn, r)
 	}
 	// The help names each flag with its type.
 	help := fs.FlagUsages()
@@ -91,12 +99,13 @@ func TestProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]any{
-		"s":  {"type": []any{"string", "null"}, "description": "a string"},
-		"b":  {"type": []any{"boolean", "null"}, "description": "a bool"},
-		"i":  {"type": []any{"integer", "null"}, "description": "an int"},
-		"u":  {"type": []any{"integer", "null"}, "minimum": 0, "description": "a uint"},
-		"f":  {"anyOf": append(Number(false)["anyOf"].([]any), map[string]any{"type": "null"}), "description": "a float"},
-		"d":  {"type": []any{"string", "null"}, "pattern": DurationPattern, "description": "a duration"},
+		"s": {"type": []any{"string", "null"}, "description": "a string"},
+		"b": {"type": []any{"boolean", "null"}, "description": "a bool"},
+		"i": {"type": []any{"integer", "null"}, "description": "an int"},
+		"u": {"type": []any{"integer", "null"}, "minimum": 0, "description": "a uint"},
+		"f": {"anyOf": append(Number(false)["anyOf"].([]any), map[string]any{"type": "null"}), "description": "a float"},
+		"d": {"anyOf": []any{map[string]any{"type": "string", "pattern": DurationPattern}, map[string]any{"type": "number", "const": 0},
+			map[string]any{"type": "null"}}, "description": "a duration"},
 		"e":  {"type": []any{"string", "null"}, "enum": []any{"x", "y", nil}, "description": "an enum"},
 		"im": {"type": []any{"integer", "null"}, "minimum": 2, "description": "an int from 2"},
 		"fp": {"anyOf": append(Number(true)["anyOf"].([]any), map[string]any{"type": "null"}), "description": "a positive float"},

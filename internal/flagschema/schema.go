@@ -3,6 +3,7 @@ package flagschema
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 
 	"github.com/spf13/pflag"
@@ -15,12 +16,25 @@ const (
 	durationNum  = `([0-9]+(\.[0-9]*)?|\.[0-9]+)`
 	// DurationPattern is any duration.
 	DurationPattern = `^[-+]?(0|(` + durationNum + durationUnit + `)+)$`
+	// NonNegativeDurationPattern is a duration of zero or more: no minus sign.
+	NonNegativeDurationPattern = `^\+?(0|(` + durationNum + durationUnit + `)+)$`
 	// PositiveDurationPattern is a duration above zero: no minus sign, and
 	// a digit other than 0 somewhere.
 	PositiveDurationPattern = `^\+?(` + durationNum + durationUnit + `)*` +
 		`([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)` + durationUnit +
 		`(` + durationNum + durationUnit + `)*$`
 )
+
+// Duration is the schema of a duration flag whose text matches pattern. A
+// duration that may be zero also takes the number 0: Helm's --set makes a
+// number of "0", and probed reads the 0 it renders as no time at all.
+func Duration(pattern string) map[string]any {
+	s := map[string]any{"type": "string", "pattern": pattern}
+	if !regexp.MustCompile(pattern).MatchString("0") {
+		return s
+	}
+	return map[string]any{"anyOf": []any{s, map[string]any{"type": "number", "const": 0}}}
+}
 
 // Properties describes every flag of fs, but those named in skip, as the
 // JSON Schema of a value that sets it: a map from flag name to schema. Each
@@ -71,7 +85,7 @@ func Of(v pflag.Value) (map[string]any, error) {
 	case "*pflag.float64Value":
 		return Number(false), nil
 	case "*pflag.durationValue":
-		return map[string]any{"type": "string", "pattern": DurationPattern}, nil
+		return Duration(DurationPattern), nil
 	case "*pflag.stringValue":
 		return map[string]any{"type": "string"}, nil
 	default:
@@ -79,18 +93,25 @@ func Of(v pflag.Value) (map[string]any, error) {
 	}
 }
 
+// The spellings of a decimal number a float flag's value accepts, as JSON
+// Schema patterns; no exponent, no Inf or NaN.
+const (
+	NumberPattern         = `^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`
+	PositiveNumberPattern = `^\+?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)$`
+)
+
 // Number is a float flag's schema: a number, or a string that spells one
 // (helm --set passes 2.5 as the string "2.5"); positive: above zero.
 func Number(positive bool) map[string]any {
 	if positive {
 		return map[string]any{"anyOf": []any{
 			map[string]any{"type": "number", "exclusiveMinimum": 0},
-			map[string]any{"type": "string", "pattern": `^\+?([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)$`},
+			map[string]any{"type": "string", "pattern": PositiveNumberPattern},
 		}}
 	}
 	return map[string]any{"anyOf": []any{
 		map[string]any{"type": "number"},
-		map[string]any{"type": "string", "pattern": `^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)$`},
+		map[string]any{"type": "string", "pattern": NumberPattern},
 	}}
 }
 

@@ -7,6 +7,7 @@ package flagschema
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -105,7 +106,8 @@ func (v *intValue) JSONSchema() map[string]any {
 	return map[string]any{"type": "integer", "minimum": v.min}
 }
 
-// positiveFloat is a float64 flag that must be above zero.
+// positiveFloat is a float64 flag that must be above zero, spelled as
+// PositiveNumberPattern has it.
 type positiveFloat struct{ p *float64 }
 
 // PositiveFloatVar defines a float64 flag that refuses zero and below.
@@ -121,7 +123,12 @@ func (v *positiveFloat) String() string {
 	return strconv.FormatFloat(*v.p, 'g', -1, 64)
 }
 
+var positiveNumber = regexp.MustCompile(PositiveNumberPattern)
+
 func (v *positiveFloat) Set(s string) error {
+	if !positiveNumber.MatchString(s) {
+		return fmt.Errorf("%q: want a decimal number above 0, such as 2.5", s)
+	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return fmt.Errorf("not a number: %w", err)
@@ -141,40 +148,97 @@ func (v *positiveFloat) JSONSchema() map[string]any {
 	return Number(true)
 }
 
-// positiveDuration is a time.Duration flag that must be above zero.
-type positiveDuration struct{ p *time.Duration }
+// durationValue is a time.Duration flag whose text must match pattern (the
+// one its schema publishes) and whose value must be at least min.
+type durationValue struct {
+	p       *time.Duration
+	pattern *regexp.Regexp
+	min     time.Duration
+	what    string
+}
 
 // PositiveDurationVar defines a duration flag that refuses zero and below.
 func PositiveDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var(&positiveDuration{p: p}, name, usage)
+	fs.Var(&durationValue{p: p, pattern: positiveDuration, min: 1, what: "above 0"}, name, usage)
 }
 
-func (v *positiveDuration) String() string {
+// NonNegativeDurationVar defines a duration flag that refuses values below
+// zero; zero (written 0 or 0s) is allowed.
+func NonNegativeDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(&durationValue{p: p, pattern: nonNegativeDuration, min: 0, what: "0 or more"}, name, usage)
+}
+
+var (
+	positiveDuration    = regexp.MustCompile(PositiveDurationPattern)
+	nonNegativeDuration = regexp.MustCompile(NonNegativeDurationPattern)
+)
+
+func (v *durationValue) String() string {
 	if v == nil || v.p == nil {
 		return "0s"
 	}
 	return v.p.String()
 }
 
-func (v *positiveDuration) Set(s string) error {
+func (v *durationValue) Set(s string) error {
+	if v.pattern != nil && !v.pattern.MatchString(s) {
+		if _, err := time.ParseDuration(s); err != nil {
+			return err
+		}
+		return fmt.Errorf("%q: must be %s", s, v.what)
+	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return err
 	}
-	if d <= 0 {
-		return fmt.Errorf("must be above 0")
+	if d < v.min {
+		return fmt.Errorf("%q: must be %s", s, v.what)
 	}
 	*v.p = d
 	return nil
 }
 
-// Type implements pflag.Value.
-func (v *positiveDuration) Type() string { return "duration" }
+// Type names the value in pflag's help.
+func (v *durationValue) Type() string { return "duration" }
 
 // JSONSchema implements Describer.
-func (v *positiveDuration) JSONSchema() map[string]any {
-	return map[string]any{"type": "string", "pattern": PositiveDurationPattern}
+func (v *durationValue) JSONSchema() map[string]any {
+	return Duration(v.pattern.String())
+}
+
+// requiredString is a string flag that refuses the empty string.
+type requiredString struct{ p *string }
+
+// RequiredStringVar defines a string flag that refuses "" when set (its
+// default may still be empty: say so where the value is checked).
+func RequiredStringVar(fs *pflag.FlagSet, p *string, name string, value string, usage string) {
+	*p = value
+	fs.Var(&requiredString{p: p}, name, usage)
+}
+
+func (v *requiredString) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *requiredString) Set(s string) error {
+	if s == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	*v.p = s
+	return nil
+}
+
+// Type names the value in pflag's help.
+func (v *requiredString) Type() string { return "string" }
+
+// JSONSchema implements Describer.
+func (v *requiredString) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "minLength": 1}
 }
 
 // Described gives a flag value from elsewhere (component-base's, say) a
@@ -193,4 +257,43 @@ func (d Described) String() string {
 		return ""
 	}
 	return d.Value.String()
+}
+
+// patternString is a string flag whose value must match the pattern its
+// schema publishes; the empty string is allowed where the pattern allows it.
+type patternString struct {
+	p       *string
+	pattern *regexp.Regexp
+	what    string
+}
+
+// PatternStringVar defines a string flag that refuses a value not matching
+// pattern (a JSON Schema pattern, so also Go regexp syntax), saying it must
+// be what.
+func PatternStringVar(fs *pflag.FlagSet, p *string, name, value, pattern, what, usage string) {
+	*p = value
+	fs.Var(&patternString{p: p, pattern: regexp.MustCompile(pattern), what: what}, name, usage)
+}
+
+func (v *patternString) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v *patternString) Set(s string) error {
+	if !v.pattern.MatchString(s) {
+		return fmt.Errorf("%q: must be %s", s, v.what)
+	}
+	*v.p = s
+	return nil
+}
+
+// Type names the value in pflag's help.
+func (v *patternString) Type() string { return "string" }
+
+// JSONSchema implements Describer.
+func (v *patternString) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "pattern": v.pattern.String()}
 }

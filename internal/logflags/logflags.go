@@ -40,6 +40,9 @@ func Add(fs *pflag.FlagSet) *logsapi.LoggingConfiguration {
 		case f.Name == "v":
 			fs.VarP(flagschema.Described{Value: f.Value, Schema: map[string]any{
 				"type": "integer", "minimum": 0, "maximum": 1<<31 - 1}}, f.Name, f.Shorthand, f.Usage)
+		case f.Name == logsapi.LogFlushFreqFlagName:
+			// component-base refuses 0 and below at start: so does the flag.
+			flagschema.PositiveDurationVar(fs, &c.FlushFrequency.Duration.Duration, f.Name, c.FlushFrequency.Duration.Duration, f.Usage)
 		case f.Name == "vmodule":
 			fs.Var(flagschema.Described{Value: f.Value, Schema: map[string]any{
 				"type": "string", "pattern": `^([^,=]+=[0-9]+(,[^,=]+=[0-9]+)*)?$`}}, f.Name, f.Usage)

@@ -13,10 +13,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Defaults of deploy/daemonset.yaml.
+// Defaults of deploy/daemonset.yaml. The selector leaves out a shadow's pods
+// (deploy/shadow, the chart's shadow.enabled), which run beside probed's
+// on the same nodes: --probed-selector app.kubernetes.io/component=shadow
+// reads those.
 const (
 	DefaultNamespace = "probed-system"
-	DefaultSelector  = "app.kubernetes.io/name=probed"
+	DefaultSelector  = "app.kubernetes.io/name=probed,app.kubernetes.io/component!=shadow"
 	DefaultPort      = 9809
 	// portName is the DaemonSet's name for the endpoints' port.
 	portName = "metrics"

@@ -25,6 +25,12 @@ func probedPod(name, node string, phase corev1.PodPhase, ready bool, created tim
 	}
 }
 
+// shadow labels p as a pod of probed's shadow DaemonSet.
+func shadow(p *corev1.Pod) *corev1.Pod {
+	p.Labels["app.kubernetes.io/component"] = "shadow"
+	return p
+}
+
 // The fake clientset filters by labels but not by field selectors, so the
 // cases keep one node's pods apart by what they expect.
 func TestLocatorPod(t *testing.T) {
@@ -36,12 +42,16 @@ func TestLocatorPod(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{"none", nil, "", "no probed pod on node n1 (namespace probed-system, selector app.kubernetes.io/name=probed)"},
+		{"none", nil, "", "no probed pod on node n1 (namespace probed-system, selector app.kubernetes.io/name=probed,"},
 		{"not running", []*corev1.Pod{probedPod("probed-a", "n1", corev1.PodPending, false, t0)}, "", "no running probed pod on node n1: found probed-a (Pending)"},
 		{"ready first", []*corev1.Pod{
 			probedPod("probed-old", "n1", corev1.PodRunning, true, t0),
 			probedPod("probed-new", "n1", corev1.PodRunning, false, t0.Add(time.Minute)),
 		}, "probed-old", ""},
+		{"not its shadow", []*corev1.Pod{
+			probedPod("probed-a", "n1", corev1.PodRunning, true, t0),
+			shadow(probedPod("probed-shadow-a", "n1", corev1.PodRunning, true, t0.Add(time.Minute))),
+		}, "probed-a", ""},
 		{"newest of the ready", []*corev1.Pod{
 			probedPod("probed-old", "n1", corev1.PodRunning, true, t0),
 			probedPod("probed-new", "n1", corev1.PodRunning, true, t0.Add(time.Minute)),

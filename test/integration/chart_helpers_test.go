@@ -45,10 +45,19 @@ func helmPath(t *testing.T) string {
 }
 
 // helmTemplate renders the chart as release "probed" in namespace ns, with
-// --set arguments sets.
+// --set arguments sets after image.tag=dev: deploy/'s image, which the
+// chart renders only when asked to (a tag left to the chart's appVersion,
+// dev, fails).
 func helmTemplate(t *testing.T, ns string, sets ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "probed", chartDir, "--namespace", ns}
+	return helmTemplateRelease(t, "probed", ns, append([]string{"image.tag=dev"}, sets...)...)
+}
+
+// helmTemplateRelease renders the chart as release in namespace ns, with
+// --set arguments sets and nothing else.
+func helmTemplateRelease(t *testing.T, release, ns string, sets ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", release, chartDir, "--namespace", ns}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

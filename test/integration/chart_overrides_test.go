@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/repo"
 )
 
 // The overrides every install path must honour everywhere.
@@ -173,15 +174,11 @@ func TestChartOverrides(t *testing.T) {
 // around deploy/ ("my-probed/kustomization.yaml").
 func docsWrapper(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/install.md")
+	w, err := repo.InstallWrapper("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```yaml\n# my-probed/kustomization.yaml\n(.*?)```").FindSubmatch(b)
-	if m == nil {
-		t.Fatal("docs/install.md has no my-probed/kustomization.yaml block")
-	}
-	return string(m[1])
+	return w
 }
 
 // The kustomize wrapper docs/install.md shows, as written but for the
@@ -223,6 +220,7 @@ func TestKustomizeWrapperOverrides(t *testing.T) {
 		{"deploy/ with cert-manager", "components:\n- ../probed/deploy/webhook/cert-manager\n", true, ""},
 		{"deploy/ with cert-manager and a namePrefix", "namePrefix: acme-\ncomponents:\n- ../probed/deploy/webhook/cert-manager\n", true, "acme-"},
 		{"overlays/crio with cert-manager", "components:\n- ../probed/deploy/webhook/cert-manager\n", true, ""},
+		{"deploy/ with its shadow", "components:\n- ../probed/deploy/shadow\n", false, ""},
 	} {
 		k := doc + c.extra
 		if strings.HasPrefix(c.name, "overlays/crio") {
@@ -238,13 +236,16 @@ func TestKustomizeWrapperOverrides(t *testing.T) {
 		checkOverrides(t, c.name, kustomize(t, my), c.certManager, c.prefix)
 	}
 
-	// The webhook's image follows any registry path, a port included, and
-	// the base's own tag when the wrapper sets none; what it cannot follow
-	// stops the build.
+	// The webhook's image follows any registry path, a port included; what
+	// it cannot follow stops the build, and so does a tag left at deploy/'s
+	// dev, which no registry serves.
 	for _, c := range []struct{ name, images, want, fails string }{
 		{"a registry with a port", "- name: probed\n  newName: localhost:5000/a/b/probed\n  newTag: v2.0.0-rc.1\n",
 			"localhost:5000/a/b/probed-webhook:v2.0.0-rc.1", ""},
-		{"a registry only", "- name: probed\n  newName: mirror.example.com/probed\n", "mirror.example.com/probed-webhook:dev", ""},
+		{"a registry only: the tag stays dev", "- name: probed\n  newName: mirror.example.com/probed\n", "",
+			"the image tag is still dev, which no registry serves"},
+		{"the tag dev", "- name: probed\n  newName: mirror.example.com/probed\n  newTag: dev\n", "",
+			"the image tag is still dev, which no registry serves"},
 		{"a repository not ending in probed", "- name: probed\n  newName: registry.example.com/probed-daemon\n  newTag: 0.1.0\n",
 			"", "options.index 1 is out of bounds"},
 		{"a digest", "- name: probed\n  newName: registry.example.com/probed\n  digest: sha256:" + strings.Repeat("ab", 32) + "\n",
@@ -365,7 +366,7 @@ func TestChartPackagesAlone(t *testing.T) {
 			t.Errorf("the archive lacks %s: %v", want, files)
 		}
 	}
-	out, err = exec.Command(helmPath(t), "template", "probed", archives[0], "--namespace", "x", "--set", "monitoring.enabled=true").Output()
+	out, err = exec.Command(helmPath(t), "template", "probed", archives[0], "--namespace", "x", "--set", "image.tag=dev", "--set", "monitoring.enabled=true").Output()
 	if err != nil {
 		t.Fatalf("helm template of the archive: %v", err)
 	}
@@ -413,7 +414,7 @@ func TestChartRefusesUnlabelledNamespace(t *testing.T) {
 	// --create-namespace: helm makes the namespace after rendering; the
 	// chart sees none and refuses.
 	// Names of their own: other tests' objects are in this API server too.
-	vals := []string{"--set", "webhook.enabled=false", "--set", "fullnameOverride=psa-probed"}
+	vals := []string{"--set", "webhook.enabled=false", "--set", "fullnameOverride=psa-probed", "--set", "image.tag=dev"}
 	out, err := helm(append([]string{"install", "psa-new", chartDir, "--namespace", "psa-new", "--create-namespace"}, vals...)...)
 	if err == nil || !strings.Contains(out, "pod-security.kubernetes.io/enforce=privileged") || !strings.Contains(out, "kubectl label namespace psa-new") {
 		t.Errorf("helm install --create-namespace: err %v, want a refusal naming the label:\n%s", err, out)

@@ -32,7 +32,7 @@ func TestChartLint(t *testing.T) {
 		{"monitoring.enabled=true", "webhook.enabled=true", "namespace.create=true", "namespace.name=elsewhere"},
 		{"webhook.enabled=false", "flags.runtime-endpoint=unix:///var/run/crio/crio.sock", "flags.runtime-type=cri"},
 	} {
-		args := []string{"lint", "--strict", chartDir}
+		args := []string{"lint", "--strict", chartDir, "--set", "image.tag=dev"}
 		for _, s := range sets {
 			args = append(args, "--set", s)
 		}
@@ -117,6 +117,9 @@ func flagSamples(t *testing.T) map[string]string {
 					Enum    []any    `json:"enum"`
 					Pattern string   `json:"pattern"`
 					Minimum *int     `json:"minimum"`
+					AnyOf   []struct {
+						Pattern string `json:"pattern"`
+					} `json:"anyOf"`
 				} `json:"properties"`
 			} `json:"flags"`
 		} `json:"properties"`
@@ -126,6 +129,9 @@ func flagSamples(t *testing.T) map[string]string {
 	}
 	out := map[string]string{}
 	for name, p := range schema.Properties.Flags.Properties {
+		for _, a := range p.AnyOf { // a duration that may be 0: a string, or the number 0
+			p.Pattern += a.Pattern
+		}
 		switch {
 		case len(p.Enum) > 0:
 			out[name] = fmt.Sprint(p.Enum[0])
@@ -133,10 +139,10 @@ func flagSamples(t *testing.T) map[string]string {
 			out[name] = "false"
 		case slices.Contains(p.Type, "integer"):
 			out[name] = "7"
-		case p.Type == nil: // a number: a number or a string that spells one
-			out[name] = "2.5"
 		case strings.Contains(p.Pattern, "ms|s|m|h"):
 			out[name] = "45s"
+		case p.Type == nil: // a number: a number or a string that spells one
+			out[name] = "2.5"
 		default:
 			out[name] = "x"
 		}
@@ -155,7 +161,7 @@ func flagSamples(t *testing.T) map[string]string {
 // unknown flag is refused.
 func TestChartCoversEveryFlag(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "flags.no-such-flag=1").CombinedOutput()
+	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "image.tag=dev", "--set", "flags.no-such-flag=1").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no-such-flag") {
 		t.Errorf("helm template with flags.no-such-flag: err = %v, want the schema's refusal\n%s", err, out)
 	}
@@ -196,14 +202,16 @@ func TestChartCoversEveryFlag(t *testing.T) {
 func TestChartSchemaRefuses(t *testing.T) {
 	t.Parallel()
 	for _, set := range [][]string{
-		{"resource.limits.cpu=1"}, {"webhook.replica=3"}, {"image.registry=x"}, {"monitoring.dashbord.enabled=true"},
+		{"resource.limits.cpu=1"}, {"webhook.replica=3"}, {"image.registy=x"}, {"monitoring.dashbord.enabled=true"},
 		{"affinity.nodeAfinity.x=1"}, {"tolerations[0].efect=NoSchedule"}, {"resources.limit.memory=1Gi"},
 		{"flags.runtime-type=podman"}, {"flags.status-resync=60"}, {"flags.status-resync=0s"}, {"flags.max-concurrent-execs=0"},
 		{"flags.kube-api-qps=0"}, {"flags.probe-source=Spec"}, {"flags.v=-1"}, {"flags.logging-format=xml"},
 		{"flags.logging-format=json", "flags.vmodule=worker=5"}, {"webhook.replicas=0"}, {"image.pullPolicy=Sometimes"},
-		{"webhook.certManager.issuerRef.kind=Cert"},
+		{"webhook.certManager.issuerRef.kind=Cert"}, {"flags.exec-slot-max-hold=-1s"}, {"flags.log-flush-frequency=0s"},
+		{"global.imageRegistry=1"}, {"image.digest=abc"}, {"image.tag=a:b"}, {"shadow.metricsPort=0"},
+		{"monitoring.relabelings[0].action=Delete"},
 	} {
-		args := []string{"template", "probed", chartDir}
+		args := []string{"template", "probed", chartDir, "--set", "image.tag=dev"}
 		for _, s := range set {
 			args = append(args, "--set", s)
 		}
@@ -317,12 +325,20 @@ func TestChartServerSideDryRun(t *testing.T) {
 		objs []*unstructured.Unstructured
 	}{
 		{"chart defaults", "chart-defaults", helmTemplate(t, "chart-defaults")},
-		{"chart with webhook and monitoring", "chart-all",
+		{"chart with webhook, monitoring, shadow and the values charts are used with", "chart-all",
 			helmTemplate(t, "chart-all", "webhook.enabled=true", "monitoring.enabled=true", "namespace.create=true",
-				"fullnameOverride=probed-all")},
+				"fullnameOverride=probed-all", "shadow.enabled=true", "serviceAccount.annotations.example\\.com/role=probed",
+				"podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=true",
+				"webhook.replicas=1", "webhook.podAnnotations.a=b", "webhook.podLabels.team=x", "webhook.priorityClassName=system-cluster-critical",
+				"webhook.topologySpreadConstraints[0].maxSkew=1", "webhook.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+				"webhook.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+				"monitoring.scrapeTimeout=10s", "monitoring.relabelings[0].action=labeldrop", "monitoring.relabelings[0].regex=pod_uid",
+				"monitoring.metricRelabelings[0].action=drop", "monitoring.metricRelabelings[0].sourceLabels[0]=__name__",
+				"monitoring.metricRelabelings[0].regex=go_.*")},
 		{"deploy/", "probed-system", kustomize(t, "../../deploy")},
 		{"overlays/crio", "probed-system", kustomize(t, "../../overlays/crio")},
 		{"overlays/k3s", "probed-system", kustomize(t, "../../overlays/k3s")},
+		{"overlays/shadow", "probed-system", kustomize(t, "../../overlays/shadow")},
 	}
 	for _, c := range cases {
 		// A dry run creates no namespace: make it for real.

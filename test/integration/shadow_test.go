@@ -27,7 +27,8 @@ var kubeletProbeLabels = []string{"container", "namespace", "pod", "pod_uid", "p
 // liveness probe failing past its threshold kills nothing. Like the
 // kubelet, it then holds that probe until a new container instance appears
 // (beside a real kubelet, the kubelet's own restart brings one), so the two
-// counts stay comparable.
+// counts stay comparable. And it counts where its verdict would have
+// differed from the kubelet's status.
 func TestShadowModeWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -116,5 +117,20 @@ func TestShadowModeWritesNothing(t *testing.T) {
 	}
 	if l := p.metricLines(series("Liveness", "failed")); len(l) != 1 || value(l[0]) != 3 || livenessState() != "on-hold" {
 		t.Errorf("the held liveness probe ran again: %q, state %q", l, livenessState())
+	}
+
+	// The kubelet's status (this harness writes ready and started) against
+	// what probed would have written: readiness differs (its probe fails),
+	// startup agrees. Counted once the difference outlasts two periods and
+	// the slack, 12 s.
+	eventually(t, "the readiness difference counted", 45*time.Second, func() bool {
+		l := p.metricLines(`probed_shadow_disagreements_total{probe_type="Readiness"}`)
+		return len(l) == 1 && value(l[0]) == 1
+	})
+	for _, m := range []string{`probed_shadow_disagreements{probe_type="Readiness"} 1`, `probed_shadow_disagreements{probe_type="Startup"} 0`,
+		`probed_shadow_disagreements_total{probe_type="Startup"} 0`} {
+		if l := p.metricLines(m); len(l) != 1 {
+			t.Errorf("no %s on /metrics", m)
+		}
 	}
 }

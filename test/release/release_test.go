@@ -2,7 +2,9 @@
 
 // Package release checks `make image`'s output: one multi-architecture OCI
 // archive per image, whose linux/amd64 and linux/arm64 images hold a static
-// binary of that architecture, non-root, with a CycloneDX SBOM per binary.
+// binary of that architecture, non-root, with a CycloneDX SBOM per binary;
+// and the other ways to the images: the Dockerfile's build stage, and `make
+// push` to a registry that containerd then pulls from.
 package release
 
 import (

@@ -31,26 +31,8 @@ func TestReleaseImageRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// Only the pause image (the sandbox image, from hack/build-images.sh);
-	// the release images are imported below.
-	h, err := ctrd.Start(ctx, ctrd.Options{Images: []string{"pause"}, StartTimeout: time.Minute})
-	if errors.Is(err, ctrd.ErrMissingBinaries) {
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Errorf("stop containerd: %v", err)
-		}
-	})
-	conn, err := grpc.NewClient(h.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	images := runtimeapi.NewImageServiceClient(conn)
+	// The release images are imported below.
+	h, images := startContainerd(ctx, t)
 
 	for _, name := range []string{"probed", "probed-webhook"} {
 		path := archivePath(dir, name)
@@ -109,6 +91,32 @@ func TestReleaseImageRuns(t *testing.T) {
 			t.Errorf("process %d: Uid %q, Gid %q; want %q for both (the image's user 65532:65532)", info.Pid, uids, gids, want)
 		}
 	})
+}
+
+// startContainerd starts a private containerd with only the pause image
+// (the sandbox image, from hack/build-images.sh), stopped when the test
+// ends, and returns it with a CRI image client; it skips the test where
+// containerd is not built.
+func startContainerd(ctx context.Context, t *testing.T) (*ctrd.Containerd, runtimeapi.ImageServiceClient) {
+	t.Helper()
+	h, err := ctrd.Start(ctx, ctrd.Options{Images: []string{"pause"}, StartTimeout: time.Minute})
+	if errors.Is(err, ctrd.ErrMissingBinaries) {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := h.Stop(); err != nil {
+			t.Errorf("stop containerd: %v", err)
+		}
+	})
+	conn, err := grpc.NewClient(h.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return h, runtimeapi.NewImageServiceClient(conn)
 }
 
 // exitedOK waits for the container to exit, wants exit code 0 and returns

@@ -1,6 +1,15 @@
 {{/* probed's own objects' name: DaemonSet, ServiceAccount, RBAC, policies. */}}
 {{- define "probed.fullname" -}}
-{{- .Values.fullnameOverride | default "probed" | trunc 50 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | default .Values.nameOverride | default "probed" | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The webhook's objects' name; its flags default to probed-webhook. */}}
+{{- define "probed.webhookFullname" -}}
+{{- printf "%s-webhook" (include "probed.fullname" .) -}}
+{{- end -}}
+
+{{- define "probed.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default (include "probed.fullname" .) -}}
 {{- end -}}
 
 {{- define "probed.namespace" -}}
@@ -25,14 +34,56 @@ app.kubernetes.io/name: probed-webhook
 {{ include "probed.helmLabels" . }}
 {{- end -}}
 
-{{- define "probed.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{/* The webhook's pods of this release (Service, PDB, spreading). */}}
+{{- define "probed.webhookSelector" -}}
+app.kubernetes.io/name: probed-webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{/* The webhook's image: image.repository and image.tag, unless webhook.image sets its own. */}}
+{{/* Pod template labels: the selector's, the release and the part. */}}
+{{- define "probed.podLabels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/*
+An image reference from a dict: registry, repository, tag, digest (the
+values), what (for the message) and root. [registry/]repository, then
+@digest, or :tag (the chart's appVersion when empty). global.imageRegistry
+wins over registry. A tag left to an appVersion of "dev" fails: no registry
+serves it, and the webhook, which fails open, would then adopt nothing
+without a word.
+*/}}
+{{- define "probed.imageRef" -}}
+{{- $root := .root -}}
+{{- $registry := ($root.Values.global | default dict).imageRegistry | default .registry -}}
+{{- $repo := .repository -}}
+{{- if $registry -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo -}}
+{{- end -}}
+{{- if .digest -}}
+{{- printf "%s@%s" $repo .digest -}}
+{{- else -}}
+{{- $tag := .tag | default $root.Chart.AppVersion | toString -}}
+{{- if and (not .tag) (eq $tag "dev") -}}
+{{- fail (printf "%s: no image tag set, and the chart's appVersion is \"dev\", an image no registry serves. Build and push the images (make image TAG=<tag>; make push REGISTRY=<registry> TAG=<tag>; docs/install.md), then set image.registry and image.tag (or image.digest). Set image.tag=dev only where probed:dev is imported on every node." .what) -}}
+{{- end -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "probed.image" -}}
+{{- include "probed.imageRef" (dict "root" . "what" "image" "registry" .Values.image.registry "repository" .Values.image.repository
+  "tag" .Values.image.tag "digest" .Values.image.digest) -}}
+{{- end -}}
+
+{{/* The webhook's image: image's registry, repository (with "-webhook") and tag, unless webhook.image sets its own. */}}
 {{- define "probed.webhookImage" -}}
-{{- $repo := .Values.webhook.image.repository | default (printf "%s-webhook" .Values.image.repository) -}}
-{{- printf "%s:%s" $repo (.Values.webhook.image.tag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- $w := .Values.webhook.image -}}
+{{- include "probed.imageRef" (dict "root" . "what" "webhook.image" "registry" ($w.registry | default .Values.image.registry)
+  "repository" ($w.repository | default (printf "%s-webhook" .Values.image.repository))
+  "tag" ($w.tag | default .Values.image.tag) "digest" $w.digest) -}}
 {{- end -}}
 
 {{/*
@@ -61,10 +112,9 @@ without labels.
 {{- end -}}
 {{- end -}}
 
-{{/* The port of flags.metrics-bind-address. */}}
-{{- define "probed.metricsPort" -}}
-{{- $addr := index .Values.flags "metrics-bind-address" | default ":9809" | toString -}}
-{{- regexReplaceAll "^.*:" $addr "" -}}
+{{/* The port of a --metrics-bind-address. */}}
+{{- define "probed.portOf" -}}
+{{- regexReplaceAll "^.*:" (toString .) "" -}}
 {{- end -}}
 
 {{/*
@@ -72,13 +122,13 @@ Where the kubelet probes probed: the loopback health listener of
 flags.health-bind-address, or else the metrics port over TLS.
 */}}
 {{- define "probed.probeTarget" -}}
-{{- $h := index .Values.flags "health-bind-address" | default "" | toString -}}
+{{- $h := index .flags "health-bind-address" | default "" | toString -}}
 {{- if $h -}}
 host: {{ regexReplaceAll ":[0-9]+$" $h "" | trimPrefix "[" | trimSuffix "]" }}
 port: {{ regexReplaceAll "^.*:" $h "" }}
 scheme: HTTP
 {{- else -}}
-port: {{ include "probed.metricsPort" . }}
+port: {{ .port }}
 scheme: HTTPS
 {{- end -}}
 {{- end -}}
@@ -102,17 +152,27 @@ scheme: HTTPS
 {{- end -}}
 
 {{/*
-probed's arguments: the flags set in .Values.flags, the runtime endpoint,
-bind address and verbosity first (as deploy/daemonset.yaml has them), the
-rest by name; then extraArgs.
+probed's flags, from a dict: root, and overrides (flags over
+.Values.flags, the shadow's). The probe-reach policy this chart installs is
+added where its name is not probed's default.
 */}}
-{{- define "probed.args" -}}
-{{- $flags := deepCopy .Values.flags -}}
-{{- /* The probe-reach policy this chart installs, where its name is not probed's default. */ -}}
-{{- $reachPolicy := printf "%s-probe-reach" (include "probed.fullname" .) -}}
+{{- define "probed.flags" -}}
+{{- $root := .root -}}
+{{- $flags := merge (deepCopy (.overrides | default dict)) (deepCopy $root.Values.flags) -}}
+{{- $reachPolicy := printf "%s-probe-reach" (include "probed.fullname" $root) -}}
 {{- if and (kindIs "invalid" (index $flags "probe-reach-policy")) (ne $reachPolicy "probed-probe-reach") -}}
 {{- $_ := set $flags "probe-reach-policy" $reachPolicy -}}
 {{- end -}}
+{{- toJson $flags -}}
+{{- end -}}
+
+{{/*
+probed's arguments from a dict: flags (probed.flags') and extraArgs. The
+runtime endpoint, bind address and verbosity first (as
+deploy/daemonset.yaml has them), the rest by name; then extraArgs.
+*/}}
+{{- define "probed.args" -}}
+{{- $flags := .flags -}}
 {{- $first := list "runtime-endpoint" "metrics-bind-address" "v" -}}
 {{- $names := $first -}}
 {{- range $name := keys $flags | sortAlpha -}}
@@ -126,7 +186,7 @@ rest by name; then extraArgs.
 - {{ printf "%s%s=%s" (ternary "-" "--" (eq $name "v")) $name (include "probed.flagValue" $v) | quote }}
 {{- end -}}
 {{- end -}}
-{{- range .Values.extraArgs }}
+{{- range .extraArgs }}
 - {{ . | quote }}
 {{- end -}}
 {{- end -}}

@@ -47,3 +47,22 @@ func modulePath(goMod string) string {
 	}
 	return ""
 }
+
+// InstallWrapper is the kustomization docs/install.md tells users to write
+// around deploy/ (its "# my-probed/kustomization.yaml" block), as written.
+func InstallWrapper(root string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	if err != nil {
+		return "", err
+	}
+	const start = "```yaml\n# my-probed/kustomization.yaml\n"
+	_, rest, ok := strings.Cut(string(b), start)
+	if !ok {
+		return "", fmt.Errorf("docs/install.md has no my-probed/kustomization.yaml block")
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		return "", fmt.Errorf("docs/install.md: the my-probed/kustomization.yaml block does not end")
+	}
+	return block, nil
+}

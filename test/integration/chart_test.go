@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"os/exec"
 	"reflect"
@@ -148,6 +149,7 @@ func flagSamples(t *testing.T) map[string]string {
 		}
 	}
 	out["vmodule"] = "worker=5"
+	out["health-bind-address"] = "127.0.0.1:9810"
 	if len(out) < 20 {
 		t.Fatalf("only %d flags in values.schema.json", len(out))
 	}
@@ -298,12 +300,25 @@ func TestChartAndOverlaysRuntimeSocket(t *testing.T) {
 		}
 	}
 
+	// The kubelet's probes go to the loopback health listener, whatever
+	// the metrics port; without one, to the metrics port over TLS.
 	ds := renderedDaemonSet(t, helmTemplate(t, "p", "flags.metrics-bind-address=127.0.0.1:19809"))
 	c := ds.Spec.Template.Spec.Containers[0]
-	if c.Ports[0].ContainerPort != 19809 || c.LivenessProbe.HTTPGet.Port.IntValue() != 19809 ||
-		c.ReadinessProbe.HTTPGet.Port.IntValue() != 19809 || ds.Spec.Template.Annotations["prometheus.io/port"] != "19809" {
-		t.Errorf("--metrics-bind-address=127.0.0.1:19809: port %d, probes %v %v, annotation %q", c.Ports[0].ContainerPort,
-			c.LivenessProbe.HTTPGet.Port, c.ReadinessProbe.HTTPGet.Port, ds.Spec.Template.Annotations["prometheus.io/port"])
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		if g := p.HTTPGet; g.Host != "127.0.0.1" || g.Port.IntValue() != 9810 || g.Scheme != corev1.URISchemeHTTP {
+			t.Errorf("--metrics-bind-address=127.0.0.1:19809: probe %+v, want http://127.0.0.1:9810", g)
+		}
+	}
+	if c.Ports[0].ContainerPort != 19809 || ds.Spec.Template.Annotations["prometheus.io/port"] != "19809" {
+		t.Errorf("--metrics-bind-address=127.0.0.1:19809: port %d, annotation %q", c.Ports[0].ContainerPort,
+			ds.Spec.Template.Annotations["prometheus.io/port"])
+	}
+	ds = renderedDaemonSet(t, helmTemplate(t, "p", "flags.metrics-bind-address=127.0.0.1:19809", "flags.health-bind-address="))
+	c = ds.Spec.Template.Spec.Containers[0]
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+		if g := p.HTTPGet; g.Host != "" || g.Port.IntValue() != 19809 || g.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("no --health-bind-address: probe %+v, want https on port 19809", g)
+		}
 	}
 }
 

@@ -348,13 +348,15 @@ func TestChartShadow(t *testing.T) {
 
 	ds := daemonSet(t, objs, "probed-shadow")
 	c := ds.Spec.Template.Spec.Containers[0]
-	for _, want := range []string{"--probe-source=spec", "--dry-run=true", "--metrics-bind-address=:9810"} {
+	for _, want := range []string{"--probe-source=spec", "--dry-run=true", "--metrics-bind-address=:9811", "--health-bind-address=127.0.0.1:9812"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("the shadow's args %q lack %s", c.Args, want)
 		}
 	}
-	if c.Ports[0].ContainerPort != 9810 || c.ReadinessProbe.HTTPGet.Port.IntValue() != 9810 ||
-		ds.Spec.Template.Annotations["prometheus.io/port"] != "9810" {
+	// Both use the host's network: ports of its own beside probed's 9809
+	// (metrics) and 9810 (health).
+	if c.Ports[0].ContainerPort != 9811 || c.ReadinessProbe.HTTPGet.Port.IntValue() != 9812 ||
+		c.LivenessProbe.HTTPGet.Port.IntValue() != 9812 || ds.Spec.Template.Annotations["prometheus.io/port"] != "9811" {
 		t.Errorf("the shadow's port %d, probe %v, annotation %q", c.Ports[0].ContainerPort, c.ReadinessProbe.HTTPGet.Port,
 			ds.Spec.Template.Annotations["prometheus.io/port"])
 	}
@@ -369,7 +371,7 @@ func TestChartShadow(t *testing.T) {
 	ds = daemonSet(t, helmTemplate(t, "probed-system", "shadow.enabled=true", "shadow.nodeSelector.probed\\.io/shadow=enabled",
 		"flags.metrics-bind-address=127.0.0.1:9809"), "probed-shadow")
 	if !reflect.DeepEqual(ds.Spec.Template.Spec.NodeSelector, map[string]string{"probed.io/shadow": "enabled"}) ||
-		!slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--metrics-bind-address=127.0.0.1:9810") {
+		!slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--metrics-bind-address=127.0.0.1:9811") {
 		t.Errorf("shadow.nodeSelector and a host in --metrics-bind-address: %v, %q", ds.Spec.Template.Spec.NodeSelector,
 			ds.Spec.Template.Spec.Containers[0].Args)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/prober"
@@ -78,7 +79,7 @@ func run(ctx context.Context, o *options) error {
 		informers.WithTransform(manager.StripManagedFields))
 	podInformer := factory.Core().V1().Pods().Informer()
 
-	hostGuard := prober.NewHostGuard(o.ProbeHostPolicy, prober.HostGuardOptions{
+	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
 		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
 	})
 	// The kubelet's User-Agent carries its own version: follow the node's,
@@ -166,7 +167,7 @@ func run(ctx context.Context, o *options) error {
 	var sandboxIPs manager.SandboxIPSource
 	if o.RuntimeType != cri.TypeNone {
 		sandboxIPs = runtime
-	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != prober.HostPolicyKubelet {
+	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != hostpolicy.Kubelet {
 		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
 	}
 	mgr, err = manager.New(manager.Options{

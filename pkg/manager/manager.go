@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -42,7 +43,7 @@ type Options struct {
 	// HostGuard applies --probe-host-policy to the IP literals probes name
 	// as hosts, at sync time, as validation problems; nil checks nothing.
 	// The prober applies the same guard when it dials.
-	HostGuard *prober.HostGuard
+	HostGuard *hostpolicy.Guard
 	// SandboxIPs says which IPs the node's runtime gave a pod's sandbox
 	// (cri.Limited over cri.Verified): the only pod IPs the host policy
 	// takes as the pod's own. Nil where no runtime can say

@@ -17,7 +17,7 @@ import (
 // node of a large cluster would add up.
 const nodeAddressTTL = 10 * time.Minute
 
-// NodeAddresses returns a prober.HostGuardOptions.NodeAddrs that reads the
+// NodeAddresses returns a hostpolicy.GuardOptions.NodeAddrs that reads the
 // IP addresses in the Node's status.addresses (host names are skipped), at
 // most once every 10 minutes.
 //

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkHTTPProbe(b *testing.B) {
 // BenchmarkHTTPProbeScoped: the default policy, the worker's own Transport
 // with its dialer bound to the pod's IPs.
 func BenchmarkHTTPProbeScoped(b *testing.B) {
-	p := New(nil, Options{HostGuard: guardFor(HostPolicyDenyNodeLocal)})
+	p := New(nil, Options{HostGuard: guardFor(hostpolicy.DenyNodeLocal)})
 	benchProbeWith(b, p, httpSpec("/healthz", benchHTTPServer(b)), Target{PodIP: "127.0.0.1", PodIPs: []string{"127.0.0.1"}})
 }
 

@@ -17,6 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // An httpGet probe, top to bottom, as the kubelet's pkg/probe/http runs it:
@@ -28,7 +30,7 @@ import (
 // up to 10 KiB and judged as DoHTTPProbe judges it.
 //
 // What probed adds: the host policy, in the dialer and on redirects
-// (hostguard_dial.go); the opt-in response checks (HTTPCheck) and
+// (dialer.go); the opt-in response checks (HTTPCheck) and
 // keep-alive; transport errors that do not quote the response
 // (withholdResponseBytes); and a redirect warning that quotes the body
 // only of the pod's own answer (redirectBodyWithheld).
@@ -36,7 +38,7 @@ import (
 // httpProber runs httpGet probes.
 type httpProber struct {
 	userAgent *UserAgent
-	guard     *HostGuard
+	guard     *hostpolicy.Guard
 	// transport and h2c serve every probe whose connections the host
 	// policy does not scope to its pod (--probe-host-policy=kubelet) and
 	// that keeps no connection: one Transport for all, as in the kubelet.
@@ -44,7 +46,7 @@ type httpProber struct {
 	transport, h2c *http.Transport
 }
 
-func newHTTPProber(userAgent *UserAgent, guard *HostGuard) *httpProber {
+func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard) *httpProber {
 	return &httpProber{
 		userAgent: userAgent,
 		guard:     guard,
@@ -148,7 +150,7 @@ func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		if isRefused(err) {
+		if hostpolicy.IsRefused(err) {
 			return Unknown, "", err
 		}
 		return Failure, nameHeaderLimit(withholdResponseBytes(err)), nil

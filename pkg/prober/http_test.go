@@ -15,6 +15,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // probeHTTP runs only the HTTP handler against 127.0.0.1:port, so that
@@ -398,18 +400,18 @@ func TestRedirectBodyOnlyOfThePodsOwnAnswer(t *testing.T) {
 	target := Target{PodIP: ip, PodIPs: []string{ip}}
 	for _, tc := range []struct {
 		name   string
-		policy HostPolicy
+		policy hostpolicy.Policy
 		host   string
 		want   string
 	}{
-		{"the pod's IP: the kubelet's text", HostPolicyDenyNodeLocal, "", "Probe terminated redirects, Response body: " + body},
-		{"the pod's IP, under the kubelet policy", HostPolicyKubelet, "", "Probe terminated redirects, Response body: " + body},
-		{"a host, under the kubelet policy", HostPolicyKubelet, ip, `Probe terminated redirects, Response body: "<withheld>"`},
-		{"the pod's IP as host", HostPolicyDenyNodeLocal, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+		{"the pod's IP: the kubelet's text", hostpolicy.DenyNodeLocal, "", "Probe terminated redirects, Response body: " + body},
+		{"the pod's IP, under the kubelet policy", hostpolicy.Kubelet, "", "Probe terminated redirects, Response body: " + body},
+		{"a host, under the kubelet policy", hostpolicy.Kubelet, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+		{"the pod's IP as host", hostpolicy.DenyNodeLocal, ip, `Probe terminated redirects, Response body: "<withheld>"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{}
-			if tc.policy != HostPolicyKubelet {
+			if tc.policy != hostpolicy.Kubelet {
 				opts.HostGuard = guardFor(tc.policy)
 			}
 			sink := &recordingSink{}

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -66,11 +67,19 @@ func (c *countingListener) url(path string) string {
 	return "http://" + net.JoinHostPort(c.ip, strconv.Itoa(c.port)) + path
 }
 
-func guardFor(policy HostPolicy, node ...string) *HostGuard {
-	return NewHostGuard(policy, HostGuardOptions{InterfaceAddrs: staticAddrs(node...)})
+// addrs parses IP literals; staticAddrs is an InterfaceAddrs that returns
+// a fixed list.
+func addrs(s ...string) []netip.Addr { return hostpolicy.ParsePodIPs(s...) }
+
+func staticAddrs(s ...string) func() ([]netip.Addr, error) {
+	return func() ([]netip.Addr, error) { return addrs(s...), nil }
 }
 
-func proberWith(g *HostGuard) *Prober { return New(nil, Options{HostGuard: g}) }
+func guardFor(policy hostpolicy.Policy, node ...string) *hostpolicy.Guard {
+	return hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{InterfaceAddrs: staticAddrs(node...)})
+}
+
+func proberWith(g *hostpolicy.Guard) *Prober { return New(nil, Options{HostGuard: g}) }
 
 func httpGet(host, path string, port int) *v1.Probe {
 	return &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
@@ -93,7 +102,7 @@ func expectRefused(t *testing.T, p *Prober, spec *v1.Probe, target Target, reaso
 	sink := &recordingSink{}
 	start := time.Now()
 	res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
-	if err == nil || !isRefused(err) {
+	if err == nil || !hostpolicy.IsRefused(err) {
 		t.Fatalf("Probe = %v, %q, %v; want a host policy refusal", res, out, err)
 	}
 	if res != results.Failure {
@@ -136,7 +145,7 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
 	local := listenCounting(t, "127.0.0.1")
-	p := proberWith(guardFor(HostPolicyDenyNodeLocal))
+	p := proberWith(guardFor(hostpolicy.DenyNodeLocal))
 
 	t.Run("pod IP allowed", func(t *testing.T) {
 		expectSuccess(t, p, httpGet("", "/", pod.port), podTarget)
@@ -192,7 +201,7 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 // TestSSRFNodeAddress: the node's own interface addresses are refused, read
 // from the real interfaces. Nothing needs to listen: a refusal never dials.
 func TestSSRFNodeAddress(t *testing.T) {
-	ifAddrs, err := InterfaceAddrs()
+	ifAddrs, err := hostpolicy.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +212,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 			break
 		}
 	}
-	p := proberWith(NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{
+	p := proberWith(hostpolicy.NewGuard(hostpolicy.DenyNodeLocal, hostpolicy.GuardOptions{
 		NodeAddrs: func(context.Context) ([]netip.Addr, error) { return addrs("198.51.100.7"), nil },
 	}))
 	p.guard.Refresh(context.Background())
@@ -214,7 +223,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 	}
 	expectRefused(t, p, tcpSocket(own.String(), 9), podTarget, own.String()+" is an address of this node")
 	// A hostNetwork pod's IP is the node's: its own IP is still allowed.
-	if err := p.guard.CheckHost(own.String(), ParsePodIPs(own.String())); err != nil {
+	if err := p.guard.CheckHost(own.String(), hostpolicy.ParsePodIPs(own.String())); err != nil {
 		t.Errorf("hostNetwork pod's own IP refused: %v", err)
 	}
 }
@@ -222,7 +231,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 func TestSSRFPodIPsPolicy(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
-	p := proberWith(guardFor(HostPolicyPodIPs))
+	p := proberWith(guardFor(hostpolicy.PodIPs))
 	expectSuccess(t, p, httpGet("", "/", pod.port), podTarget)
 	expectSuccess(t, p, tcpSocket(podIP, pod.port), podTarget)
 	// A routable address that is not the pod's: refused before any dial, so
@@ -241,7 +250,7 @@ func TestSSRFKubeletPolicy(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
 	local := listenCounting(t, "127.0.0.1")
-	for _, g := range []*HostGuard{guardFor(HostPolicyKubelet), nil} {
+	for _, g := range []*hostpolicy.Guard{guardFor(hostpolicy.Kubelet), nil} {
 		p := proberWith(g)
 		expectSuccess(t, p, httpGet(nodeSvc, "/", node.port), podTarget)
 		expectSuccess(t, p, tcpSocket(nodeSvc, node.port), podTarget)
@@ -269,12 +278,12 @@ func TestSSRFGRPC(t *testing.T) {
 	defer s.Stop()
 	port := ln.Addr().(*net.TCPAddr).Port
 	spec := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: int32(port)}}}
-	for _, policy := range []HostPolicy{HostPolicyDenyNodeLocal, HostPolicyPodIPs, HostPolicyKubelet} {
+	for _, policy := range []hostpolicy.Policy{hostpolicy.DenyNodeLocal, hostpolicy.PodIPs, hostpolicy.Kubelet} {
 		t.Run(string(policy), func(t *testing.T) {
 			p := proberWith(guardFor(policy))
 			// gRPC has no host: the pod IP, which every policy allows.
 			expectSuccess(t, p, spec, podTarget)
-			if policy != HostPolicyKubelet {
+			if policy != hostpolicy.Kubelet {
 				// The pod IP path is checked all the same: no pod IP would dial this node.
 				expectRefused(t, p, spec, Target{}, "no host and no pod IP")
 			}
@@ -289,10 +298,10 @@ func TestSSRFGRPC(t *testing.T) {
 func TestDialerChecksEveryDial(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	addr := net.JoinHostPort(podIP, strconv.Itoa(pod.port))
-	g := guardFor(HostPolicyDenyNodeLocal)
+	g := guardFor(hostpolicy.DenyNodeLocal)
 	for _, linger := range []bool{false, true} {
 		other := scopeOf(g, Target{PodIP: "10.0.0.9"})
-		if c, err := other.dialer(linger).DialContext(context.Background(), "tcp", addr); !isRefused(err) {
+		if c, err := other.dialer(linger).DialContext(context.Background(), "tcp", addr); !hostpolicy.IsRefused(err) {
 			if c != nil {
 				_ = c.Close()
 			}
@@ -318,14 +327,14 @@ func TestDialerChecksEveryDial(t *testing.T) {
 func TestSSRFConcurrentPods(t *testing.T) {
 	a := listenCounting(t, "127.0.0.21")
 	b := listenCounting(t, "127.0.0.22")
-	p := proberWith(guardFor(HostPolicyDenyNodeLocal))
+	p := proberWith(guardFor(hostpolicy.DenyNodeLocal))
 	targetA := Target{PodIP: a.ip, PodIPs: []string{a.ip}}
 	errs := make(chan error, 40)
 	for i := range 20 {
 		go func() {
 			// Pod A probing pod B's address: refused, every time.
 			_, _, err := p.Probe(context.Background(), Readiness, httpGet(b.ip, "/", b.port), targetA, nil)
-			if !isRefused(err) {
+			if !hostpolicy.IsRefused(err) {
 				errs <- fmt.Errorf("probe %d of B from A: %v", i, err)
 				return
 			}

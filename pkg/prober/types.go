@@ -65,7 +65,7 @@ type Target struct {
 	// PodIP is the default host for network probes.
 	PodIP string
 	// PodIPs are all of the pod's IPs (status.podIPs). With PodIP they are
-	// the addresses the host policy always allows; see HostGuard.
+	// the addresses the host policy always allows; see hostpolicy.Guard.
 	PodIPs []string
 	// PodIPsVerified: PodIPs are the pod's own addresses as the node
 	// vouches for them (the runtime's sandbox IPs, or a hostNetwork pod's

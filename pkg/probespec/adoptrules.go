@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
@@ -29,7 +30,7 @@ type AdoptOptions struct {
 	// HostPolicy is the nodes' --probe-host-policy; "" is its default,
 	// deny-node-local. A probe whose host it refuses whatever the pod's IPs
 	// and the node's addresses stays with the kubelet.
-	HostPolicy prober.HostPolicy
+	HostPolicy hostpolicy.Policy
 	// RawSpec is the pod spec as the client sent it (JSON), if known. A
 	// probe holding a field that this build's API types do not keep as
 	// written stays with the kubelet, untouched. Nil checks nothing: a
@@ -83,7 +84,7 @@ type adoptJudge struct {
 	spec    *v1.PodSpec
 	opts    AdoptOptions
 	unknown map[string][]string
-	guard   *prober.HostGuard
+	guard   *hostpolicy.Guard
 	// left is, per container, the liveness or readiness probe already
 	// left with the kubelet (slots come liveness, readiness, startup).
 	left map[string]string
@@ -102,7 +103,7 @@ func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions, entries map[string]map[s
 	}
 	// The node's own addresses are not known at admission: the guard judges
 	// only what it refuses on every node.
-	j.guard = prober.NewHostGuard(opts.HostPolicy, prober.HostGuardOptions{
+	j.guard = hostpolicy.NewGuard(opts.HostPolicy, hostpolicy.GuardOptions{
 		InterfaceAddrs: func() ([]netip.Addr, error) { return nil, nil },
 	})
 	return j
@@ -257,15 +258,15 @@ func tcpPort(p *v1.Probe) *intstr.IntOrString {
 // hostRefused: --probe-host-policy refuses the probe's host on every node.
 func (j *adoptJudge) hostRefused(s adoptSlot) string {
 	path, host := probeHostOf(*s.probe)
-	if host == "" || j.guard.Policy() == prober.HostPolicyKubelet {
+	if host == "" || j.guard.Policy() == hostpolicy.Kubelet {
 		return ""
 	}
 	refuse := func(err error) string {
 		return fmt.Sprintf("%s %q: %v", path, host, err)
 	}
-	if j.guard.Policy() == prober.HostPolicyPodIPs {
+	if j.guard.Policy() == hostpolicy.PodIPs {
 		// Only the pod's own IPs are allowed, and they are not known yet.
-		return refuse(fmt.Errorf("only the pod's own IPs are allowed, refused by --probe-host-policy=%s", prober.HostPolicyPodIPs))
+		return refuse(fmt.Errorf("only the pod's own IPs are allowed, refused by --probe-host-policy=%s", hostpolicy.PodIPs))
 	}
 	if isLocalhostName(host) {
 		a := netip.MustParseAddr("127.0.0.1")

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/prober"
 )
@@ -261,7 +262,7 @@ func TestPreStopHookFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			log, clk := &killLog{}, newStepClock(epoch)
-			hooks := lifecycle.New(failingExec{}, lifecycle.Options{Clock: clk, HostGuard: prober.NewHostGuard(prober.HostPolicyDenyNodeLocal, prober.HostGuardOptions{})})
+			hooks := lifecycle.New(failingExec{}, lifecycle.Options{Clock: clk, HostGuard: hostpolicy.NewGuard(hostpolicy.DenyNodeLocal, hostpolicy.GuardOptions{})})
 			k := &RuntimeKiller{Runtime: logStopper{log}, Hooks: hooks, Recorder: logRecorder{log}, Clock: clk}
 			done := killAsync(context.Background(), k, prestopPod(i64(10)), withPreStop(tc.hook))
 			if tc.step > 0 {

@@ -14,6 +14,7 @@ import (
 	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 
 	"github.com/probed-dev/probed/internal/probetext"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 )
@@ -158,10 +159,10 @@ func compareOn(t *testing.T, spec *v1.Probe, container *v1.Container, http bool,
 	k := kubeletProbe(spec, container, "127.0.0.1")
 	mid := requests()
 	kr := mid - before
-	for _, policy := range []prober.HostPolicy{prober.HostPolicyKubelet, prober.HostPolicyDenyNodeLocal} {
+	for _, policy := range []hostpolicy.Policy{hostpolicy.Kubelet, hostpolicy.DenyNodeLocal} {
 		opts := prober.Options{}
-		if policy != prober.HostPolicyKubelet {
-			opts.HostGuard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+		if policy != hostpolicy.Kubelet {
+			opts.HostGuard = hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{})
 		}
 		p := probedProbe(spec, container, "127.0.0.1", opts)
 		after := requests()

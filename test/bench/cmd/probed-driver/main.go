@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/test/bench/benchkit"
@@ -71,13 +72,13 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	var guard *prober.HostGuard
+	var guard *hostpolicy.Guard
 	if hostPolicy != "" {
-		policy, err := prober.ParseHostPolicy(hostPolicy)
+		policy, err := hostpolicy.Parse(hostPolicy)
 		if err != nil {
 			return nil, err
 		}
-		guard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+		guard = hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{})
 	}
 	p := prober.New(nil, prober.Options{TCPClose: mode, HostGuard: guard})
 	target := prober.Target{

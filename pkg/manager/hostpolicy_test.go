@@ -239,7 +239,7 @@ type targetProber struct {
 	targets []prober.Target
 }
 
-func (p *targetProber) Probe(_ context.Context, _ prober.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (p *targetProber) Probe(_ context.Context, _ probespec.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.targets = append(p.targets, target)

@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -130,7 +129,7 @@ const uidIndex = "uid"
 
 type probeKey struct {
 	container string
-	probeType prober.ProbeType
+	probeType probespec.ProbeType
 }
 
 type podEntry struct {
@@ -329,11 +328,11 @@ func (m *Manager) WorkerCount() int {
 	return n
 }
 
-func (m *Manager) resultsFor(t prober.ProbeType) results.Manager {
+func (m *Manager) resultsFor(t probespec.ProbeType) results.Manager {
 	switch t {
-	case prober.Liveness:
+	case probespec.Liveness:
 		return m.liveness
-	case prober.Readiness:
+	case probespec.Readiness:
 		return m.readiness
 	}
 	return m.startup

@@ -22,6 +22,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -106,7 +107,7 @@ func TestUserAgentFollowsTheNode(t *testing.T) {
 	probe := func() string {
 		t.Helper()
 		spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(int32(port))}}, TimeoutSeconds: 5}
-		if r, out, err := p.Probe(context.Background(), prober.Readiness, spec, prober.Target{PodIP: "127.0.0.1"}, nil); err != nil || r != results.Success {
+		if r, out, err := p.Probe(context.Background(), probespec.Readiness, spec, prober.Target{PodIP: "127.0.0.1"}, nil); err != nil || r != results.Success {
 			t.Fatalf("probe: %v %q %v", r, out, err)
 		}
 		return <-agents

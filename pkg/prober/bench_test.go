@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -25,7 +26,7 @@ func benchProbeWith(b *testing.B, p *Prober, spec *v1.Probe, target Target) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		res, out, err := p.Probe(ctx, Readiness, spec, target, nil)
+		res, out, err := p.Probe(ctx, probespec.Readiness, spec, target, nil)
 		if res != results.Success || err != nil {
 			b.Fatalf("Probe = %v, %q, %v", res, out, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // An httpGet probe, top to bottom, as the kubelet's pkg/probe/http runs it:
@@ -146,7 +147,7 @@ func (p *httpProber) transportFor(sc scope, h2c bool, target Target) *http.Trans
 // timeouts included, are a Failure carrying the error text and a nil
 // error; only a failure to read the body, and a connection or redirect the
 // host policy refuses, are errors.
-func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
+func (p *httpProber) send(c *http.Client, req *http.Request, check *probespec.HTTPCheck) (Result, string, error) {
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -188,7 +189,7 @@ func readAtMost(r io.Reader, limit int64) (data []byte, truncated bool, err erro
 
 // httpOutcome judges a response as the kubelet's DoHTTPProbe does, then
 // applies check (which may be nil). body is at most MaxOutputBytes.
-func httpOutcome(code int, body []byte, check *HTTPCheck) (Result, string) {
+func httpOutcome(code int, body []byte, check *probespec.HTTPCheck) (Result, string) {
 	if check == nil {
 		return kubeletHTTPOutcome(code, body)
 	}

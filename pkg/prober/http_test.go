@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // probeHTTP runs only the HTTP handler against 127.0.0.1:port, so that
@@ -304,7 +305,7 @@ func TestHTTPSSelfSigned(t *testing.T) {
 			spec := httpSpec("/", port)
 			spec.HTTPGet.Scheme = v1.URISchemeHTTPS
 			p := New(nil, Options{})
-			res, out, err := p.Probe(context.Background(), Liveness, spec, Target{PodIP: "127.0.0.1"}, nil)
+			res, out, err := p.Probe(context.Background(), probespec.Liveness, spec, Target{PodIP: "127.0.0.1"}, nil)
 			if err != nil || res.String() != "Success" || out != "secure" {
 				t.Fatalf("Probe = %v, %q, %v", res, out, err)
 			}
@@ -339,7 +340,7 @@ func TestHTTPIgnoresProxyEnv(t *testing.T) {
 	}))
 
 	p := New(nil, Options{})
-	res, out, err := p.Probe(context.Background(), Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, nil)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, nil)
 	if err != nil || res.String() != "Success" || out != "direct" {
 		t.Fatalf("Probe = %v, %q, %v", res, out, err)
 	}
@@ -372,7 +373,7 @@ func TestHTTPCancelled(t *testing.T) {
 	p := New(nil, Options{})
 	spec := httpSpec("/", port)
 	spec.TimeoutSeconds = 10
-	res, _, err := p.Probe(ctx, Liveness, spec, Target{PodIP: "127.0.0.1"}, sink)
+	res, _, err := p.Probe(ctx, probespec.Liveness, spec, Target{PodIP: "127.0.0.1"}, sink)
 	if err != context.Canceled || res.String() != "Failure" {
 		t.Errorf("Probe = %v, %v; want Failure, context.Canceled", res, err)
 	}
@@ -415,7 +416,7 @@ func TestRedirectBodyOnlyOfThePodsOwnAnswer(t *testing.T) {
 				opts.HostGuard = guardFor(tc.policy)
 			}
 			sink := &recordingSink{}
-			res, out, err := New(nil, opts).Probe(context.Background(), Readiness, probe(tc.host), target, sink)
+			res, out, err := New(nil, opts).Probe(context.Background(), probespec.Readiness, probe(tc.host), target, sink)
 			if err != nil || res.String() != "Success" || out != tc.want {
 				t.Errorf("Probe = %v, %q, %v; want Success, %q", res, out, err, tc.want)
 			}

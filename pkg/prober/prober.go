@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -66,7 +67,7 @@ func New(runner CommandRunner, opts Options) *Prober {
 //
 // A network probe whose address the host policy refuses (see hostpolicy.Guard) is
 // not sent: it errors, once, with the refusal (a *RefusedError in the chain).
-func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
+func (p *Prober) Probe(ctx context.Context, probeType probespec.ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
 	if spec == nil {
 		return results.Success, "", nil
 	}
@@ -79,7 +80,7 @@ func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe,
 
 // judge maps a handler outcome to a container result and its event, as the
 // kubelet's prober.probe does.
-func judge(probeType ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
+func judge(probeType probespec.ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
 	if err != nil && isThrottled(err) {
 		// Not the container's doing: no event on its pod; the worker logs
 		// and discards it, and the runtime's metrics count it.

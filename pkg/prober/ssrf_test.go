@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -101,7 +102,7 @@ func expectRefused(t *testing.T, p *Prober, spec *v1.Probe, target Target, reaso
 	t.Helper()
 	sink := &recordingSink{}
 	start := time.Now()
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
 	if err == nil || !hostpolicy.IsRefused(err) {
 		t.Fatalf("Probe = %v, %q, %v; want a host policy refusal", res, out, err)
 	}
@@ -124,7 +125,7 @@ func expectRefused(t *testing.T, p *Prober, spec *v1.Probe, target Target, reaso
 
 func expectSuccess(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 	t.Helper()
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, nil)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, nil)
 	if err != nil || res != results.Success {
 		t.Fatalf("Probe = %v, %q, %v; want Success", res, out, err)
 	}
@@ -135,7 +136,7 @@ func expectSuccess(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 func expectRedirectNotFollowed(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 	t.Helper()
 	sink := &recordingSink{}
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
 	if err != nil || res != results.Success || !strings.Contains(out, "Probe terminated redirects") {
 		t.Fatalf("Probe = %v, %q, %v; want the kubelet's non-local redirect warning", res, out, err)
 	}
@@ -257,7 +258,7 @@ func TestSSRFKubeletPolicy(t *testing.T) {
 		expectSuccess(t, p, httpGet("localhost", "/", local.port), podTarget)
 		// As the kubelet: a redirect to another host is not followed; a warning.
 		sink := &recordingSink{}
-		res, _, err := p.Probe(context.Background(), Readiness, httpGet("", "/redirect?to="+local.url("/"), pod.port), podTarget, sink)
+		res, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet("", "/redirect?to="+local.url("/"), pod.port), podTarget, sink)
 		if err != nil || res != results.Success || len(sink.all()) != 1 || sink.all()[0].Reason != ReasonProbeWarning {
 			t.Errorf("redirect elsewhere = %v, %v, %+v; want Success with a ProbeWarning", res, err, sink.all())
 		}
@@ -333,7 +334,7 @@ func TestSSRFConcurrentPods(t *testing.T) {
 	for i := range 20 {
 		go func() {
 			// Pod A probing pod B's address: refused, every time.
-			_, _, err := p.Probe(context.Background(), Readiness, httpGet(b.ip, "/", b.port), targetA, nil)
+			_, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet(b.ip, "/", b.port), targetA, nil)
 			if !hostpolicy.IsRefused(err) {
 				errs <- fmt.Errorf("probe %d of B from A: %v", i, err)
 				return
@@ -341,7 +342,7 @@ func TestSSRFConcurrentPods(t *testing.T) {
 			errs <- nil
 		}()
 		go func() {
-			res, _, err := p.Probe(context.Background(), Readiness, httpGet("", "/", a.port), targetA, nil)
+			res, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet("", "/", a.port), targetA, nil)
 			if err != nil || res != results.Success {
 				errs <- fmt.Errorf("probe %d of A: %v %v", i, res, err)
 				return

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
 
@@ -56,7 +55,7 @@ func (l Left) String() string { return l.Probe + " stays with the kubelet: " + l
 type adoptSlot struct {
 	container *v1.Container
 	sidecar   bool
-	typ       prober.ProbeType
+	typ       ProbeType
 	field     string
 	probe     **v1.Probe
 }
@@ -113,7 +112,7 @@ func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions, entries map[string]map[s
 func (j *adoptJudge) leave(s adoptSlot) string {
 	for _, rule := range adoptRules {
 		if why := rule(j, s); why != "" {
-			if s.typ != prober.Startup && j.left[s.container.Name] == "" {
+			if s.typ != Startup && j.left[s.container.Name] == "" {
 				j.left[s.container.Name] = s.field
 			}
 			return why
@@ -161,7 +160,7 @@ func (j *adoptJudge) droppedAlphaField(s adoptSlot) string {
 // containers once a sidecar is started, i.e. once its startup probe has
 // succeeded; a startup probe it does not see counts as passed at once.
 func (j *adoptJudge) sidecarStartup(s adoptSlot) string {
-	if s.sidecar && s.typ == prober.Startup {
+	if s.sidecar && s.typ == Startup {
 		return "a sidecar's startup probe orders the pod's start-up, which only the kubelet does"
 	}
 	return ""
@@ -362,7 +361,7 @@ func quoteList(fields []string) string {
 // the spec while the startup probe moved, the kubelet sees no startup
 // probe and runs it from the start (a slow starter's liveness kills it).
 func (j *adoptJudge) startupOfLeft(s adoptSlot) string {
-	if s.typ != prober.Startup || j.left[s.container.Name] == "" {
+	if s.typ != Startup || j.left[s.container.Name] == "" {
 		return ""
 	}
 	return fmt.Sprintf("the container's %s stays with the kubelet, which runs it only once the startup probe has passed", j.left[s.container.Name])

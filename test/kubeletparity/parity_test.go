@@ -16,6 +16,7 @@ import (
 	"github.com/probed-dev/probed/internal/probetext"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -114,7 +115,7 @@ func probedProbe(spec *v1.Probe, container *v1.Container, podIP string, opts pro
 	s := &sink{}
 	session := prober.NewSession()
 	defer session.Close()
-	res, out, err := prober.New(nil, opts).Probe(context.Background(), prober.Readiness, spec,
+	res, out, err := prober.New(nil, opts).Probe(context.Background(), probespec.Readiness, spec,
 		prober.Target{PodIP: podIP, PodIPs: []string{podIP}, Ports: container.Ports, Session: session}, s)
 	o := outcome{result: "failure", output: out, events: s.events}
 	if res == results.Success {

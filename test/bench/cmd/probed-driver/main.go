@@ -13,6 +13,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/test/bench/benchkit"
 )
@@ -99,7 +100,7 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 		default:
 			t.Session = prober.NewSession()
 		}
-		res, out, err := p.Probe(ctx, prober.Readiness, spec, t, sink)
+		res, out, err := p.Probe(ctx, probespec.Readiness, spec, t, sink)
 		select {
 		case sessions <- t.Session:
 		default:

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -87,7 +88,7 @@ func (m *Manager) updateStatus(uid types.UID) {
 	}
 	inputs := make([]status.ContainerInput, 0, len(e.order))
 	for _, name := range e.order {
-		cs := findStatus(pod, name)
+		cs := containerstatus.Find(pod, name)
 		in := status.ContainerInput{Name: name, Status: cs}
 		in.Readiness = m.probeInputLocked(e, name, probespec.Readiness, cs)
 		in.Startup = m.probeInputLocked(e, name, probespec.Startup, cs)
@@ -134,18 +135,4 @@ func allStatuses(pod *v1.Pod) []v1.ContainerStatus {
 	out := make([]v1.ContainerStatus, 0, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
 	out = append(out, pod.Status.InitContainerStatuses...)
 	return append(out, pod.Status.ContainerStatuses...)
-}
-
-func findStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -208,7 +209,7 @@ func runsAgain(pod *v1.Pod, name, endedOn string) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	cs := findStatus(pod, name)
+	cs := containerstatus.Find(pod, name)
 	return cs != nil && cs.ContainerID != "" && cs.ContainerID != endedOn
 }
 
@@ -276,7 +277,7 @@ func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 	if k.probeType != probespec.Readiness && k.probeType != probespec.Startup {
 		return
 	}
-	cs := findStatus(pod, k.container)
+	cs := containerstatus.Find(pod, k.container)
 	if cs == nil || cs.ContainerID == "" {
 		return
 	}

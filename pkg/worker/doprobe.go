@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
@@ -78,8 +79,8 @@ func (w *Worker) lookup() (*v1.Pod, *v1.ContainerStatus, int) {
 		return nil, nil, stepStop
 	}
 
-	cs, ok := containerStatus(pod, w.cfg.Container.Name)
-	if !ok {
+	cs := containerstatus.FindCreated(pod, w.cfg.Container.Name)
+	if cs == nil {
 		// Either the container has not been created yet, or it was deleted.
 		w.vlog(3, "Probe target container not found")
 		w.state = StateContainerNotRunning
@@ -380,18 +381,4 @@ func (w *Worker) isStarted(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 		return w.cfg.Started(pod, cs)
 	}
 	return cs.Started != nil && *cs.Started
-}
-
-// containerStatus finds the named container among the regular, then the
-// init container statuses, skipping one without a container ID, as the
-// kubelet does.
-func containerStatus(pod *v1.Pod, name string) (*v1.ContainerStatus, bool) {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name && list[i].ContainerID != "" {
-				return &list[i], true
-			}
-		}
-	}
-	return nil, false
 }

@@ -57,7 +57,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	client, eventClient := clients.status, clients.events
-	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
+	if err := checkNodeClaim(ctx, client, o.NodeName); err != nil {
 		return err
 	}
 

@@ -10,10 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -27,6 +24,8 @@ import (
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/nodeinfo"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -72,21 +71,17 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-		}),
-		informers.WithTransform(manager.StripManagedFields))
+	factory := podinformer.NewFactory(client, o.NodeName)
 	podInformer := factory.Core().V1().Pods().Informer()
 
 	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
-		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
+		NodeAddrs: nodeinfo.Addresses(client, o.NodeName),
 	})
 	// The kubelet's User-Agent carries its own version: follow the node's,
 	// from start and through an in-place upgrade of its kubelet.
 	userAgent := prober.NewUserAgent(o.ProbeUserAgent)
 	if o.ProbeUserAgent == "" {
-		userAgent.Set(manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion))
+		userAgent.Set(nodeinfo.UserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion))
 	}
 
 	// The restart guard: a node-wide budget and the per-workload guard in
@@ -110,7 +105,7 @@ func run(ctx context.Context, o *options) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
-		recorder = manager.ContainerRecorder{Recorder: nodeRecorder}
+		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
 		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
@@ -227,7 +222,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	if o.ProbeUserAgent == "" {
 		wg.Add(1)
-		go func() { defer wg.Done(); manager.FollowNodeVersion(mgrCtx, client, o.NodeName, userAgent) }()
+		go func() { defer wg.Done(); nodeinfo.FollowKubeletVersion(mgrCtx, client, o.NodeName, userAgent) }()
 	}
 	if caPublisher != nil {
 		wg.Add(1)

@@ -14,11 +14,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/internal/daemon"
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
@@ -44,7 +44,7 @@ func run(ctx context.Context, o *options) error {
 		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
 	start := time.Now()
-	cfg, err := restConfig(o)
+	cfg, err := daemon.RESTConfig("probed", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
 		return err
 	}
@@ -278,23 +278,6 @@ func run(ctx context.Context, o *options) error {
 	wg.Wait()
 	factory.Shutdown()
 	return runErr
-}
-
-func restConfig(o *options) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the API client config: %w", err)
-	}
-	cfg.QPS = float32(o.KubeAPIQPS)
-	cfg.Burst = o.KubeAPIBurst
-	cfg.UserAgent = "probed/" + version.Version
-	return cfg, nil
 }
 
 // eventConfig is cfg with the events client's own rate limit.

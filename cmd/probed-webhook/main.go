@@ -8,47 +8,19 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/internal/cliflags"
-	"github.com/probed-dev/probed/internal/logflags"
-	"github.com/probed-dev/probed/pkg/version"
+	"github.com/probed-dev/probed/internal/daemon"
 )
 
 func main() {
-	o := &options{}
-	fs, logging, showVersion := newFlagSet(o)
-	if err := cliflags.Parse(fs, os.Args[1:]); err != nil {
-		os.Exit(cliflags.Exit(err, fs, cliflags.Usage(fs, usageHeader), os.Stdout, os.Stderr))
-	}
-	if *showVersion {
-		fmt.Println(version.String("probed-webhook"))
-		return
-	}
-	if err := logflags.Apply(logging); err != nil {
-		fmt.Fprintf(os.Stderr, "probed-webhook: %v\n", err)
-		os.Exit(2)
-	}
-	if err := o.validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "probed-webhook: %v\n", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		klog.ErrorS(err, "probed-webhook failed")
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.Flush()
+	os.Exit(daemon.Command[options]{
+		Name: "probed-webhook", Usage: usageHeader, FlagSet: newFlagSet, Validate: (*options).validate, Run: run,
+	}.Main(os.Args[1:]))
 }
 
 // newFlagSet is the webhook's command line: component-base's logging

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/probed-dev/probed/pkg/gatewatch"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -48,7 +48,7 @@ type options struct {
 	KubeAPIBurst       int
 	// ProbeHostPolicy is the nodes' --probe-host-policy: adoption leaves
 	// with the kubelet a probe whose host it refuses on every node.
-	ProbeHostPolicy prober.HostPolicy
+	ProbeHostPolicy hostpolicy.Policy
 	// ProbedNamespace and ProbedSelector find probed's DaemonSet pods, for
 	// the gauge of gated pods on nodes without one; the namespace defaults
 	// to the webhook's own.
@@ -85,7 +85,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", ":8081", "address for /healthz and /readyz (plain HTTP)")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 20, "API server request rate limit")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 40, "API server request burst")
-	o.ProbeHostPolicy = prober.HostPolicyDenyNodeLocal
+	o.ProbeHostPolicy = hostpolicy.DenyNodeLocal
 	fs.Var(&o.ProbeHostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a spec probe whose host it refuses on every node stays with the kubelet, with a warning")
 	fs.Var(&o.APIServerGates, "api-server-feature-gates", "the API server's gates of alpha probe fields that are on, as in its --feature-gates (H2CContainerProbe=true,GRPCContainerProbeTLS=true): with a gate off (the default in 1.37) the API server drops the field after admission, so a spec probe setting it stays with the kubelet, with a warning")
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // parsed returns the options after parsing args over the defaults.
@@ -62,10 +62,10 @@ func TestHostPolicyParsedOnce(t *testing.T) {
 	if err := fs.Parse([]string{"--probe-host-policy=open"}); err == nil || !strings.Contains(err.Error(), "probe-host-policy") {
 		t.Errorf("--probe-host-policy=open: %v, want a parse error naming the flag", err)
 	}
-	if o := parsed(t, "--namespace=n"); o.ProbeHostPolicy != prober.HostPolicyDenyNodeLocal {
+	if o := parsed(t, "--namespace=n"); o.ProbeHostPolicy != hostpolicy.DenyNodeLocal {
 		t.Errorf("default %q, want deny-node-local", o.ProbeHostPolicy)
 	}
-	if o := parsed(t, "--namespace=n", "--probe-host-policy=pod-ips"); o.ProbeHostPolicy != prober.HostPolicyPodIPs {
+	if o := parsed(t, "--namespace=n", "--probe-host-policy=pod-ips"); o.ProbeHostPolicy != hostpolicy.PodIPs {
 		t.Errorf("pod-ips parsed as %q", o.ProbeHostPolicy)
 	}
 }

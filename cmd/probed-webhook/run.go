@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/probed-dev/probed/internal/daemon"
 	probedadmission "github.com/probed-dev/probed/pkg/admission"
 	"github.com/probed-dev/probed/pkg/gatewatch"
 	"github.com/probed-dev/probed/pkg/servingcert"
@@ -48,7 +48,7 @@ func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed-webhook", "version", version.Version, "namespace", o.Namespace,
 		"manageCerts", o.ManageCerts, "gateMonitor", o.GateMonitor)
 	ctrllog.SetLogger(klog.NewKlogr())
-	cfg, err := restConfig(o)
+	cfg, err := daemon.RESTConfig("probed-webhook", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
 		return err
 	}
@@ -162,20 +162,4 @@ func serveHealth(ctx context.Context, addr string, checks []healthz.Checker) err
 		return err
 	}
 	return nil
-}
-
-func restConfig(o *options) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("API client config: %w", err)
-	}
-	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
-	cfg.UserAgent = "probed-webhook/" + version.Version
-	return cfg, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/probed-dev/probed/internal/flagschema"
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -70,7 +71,7 @@ type options struct {
 	AuthReviewBurst int
 	ProbeUserAgent  string
 	// ProbeHostPolicy is --probe-host-policy (docs/security.md).
-	ProbeHostPolicy prober.HostPolicy
+	ProbeHostPolicy hostpolicy.Policy
 	// TrustPodStatusIPs is --trust-pod-status-ips (docs/security.md).
 	TrustPodStatusIPs bool
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
@@ -145,8 +146,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	flagschema.PositiveFloatVar(fs, &o.AuthReviewQPS, "auth-review-qps", 5, "rate limit of the TokenReviews and SubjectAccessReviews that authorize /metrics and /debug/ callers; they have a client of their own, so callers with made-up tokens never take from status writes' --kube-api-qps")
 	flagschema.IntVar(fs, &o.AuthReviewBurst, "auth-review-burst", 10, 1, "burst of those reviews")
 	fs.StringVar(&o.ProbeUserAgent, "probe-user-agent-version", "", "the <major>.<minor> in the probes' User-Agent (kube-probe/<major>.<minor>) and the lifecycle hooks' (kube-lifecycle/...); empty: the node's kubelet's, from its Node's status.nodeInfo.kubeletVersion, with the kubelet's \"+\" for a pre-release or vendor version (v1.35.4-eks-... sends 1.35+), followed as the Node changes ("+prober.DefaultUserAgentVersion+" if it cannot be read)")
-	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", prober.HostPolicyDenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
-		prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs, prober.HostPolicyKubelet)
+	flagschema.EnumVar(fs, &o.ProbeHostPolicy, "probe-host-policy", hostpolicy.DenyNodeLocal, "which addresses httpGet, tcpSocket and grpc probes (and HTTP redirects) may reach: deny-node-local (not loopback, link-local, cloud metadata or the node's own addresses, except the pod's own IPs), pod-ips (only the pod's own IPs) or kubelet (anything, as the kubelet)",
+		hostpolicy.DenyNodeLocal, hostpolicy.PodIPs, hostpolicy.Kubelet)
 	fs.BoolVar(&o.TrustPodStatusIPs, "trust-pod-status-ips", false, "take a pod's status.podIPs as its own IPs, which --probe-host-policy always allows, without asking the container runtime which IPs it gave the pod's sandbox; only for test setups whose pods have no sandbox: whoever may write pods/status could then point probes at the node's loopback or metadata addresses")
 	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
 		prober.TCPCloseFIN, prober.TCPCloseRST)

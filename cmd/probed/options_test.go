@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
@@ -92,7 +93,7 @@ func TestEnumFlagsParseOnce(t *testing.T) {
 	o := parse(t, "--runtime-type=none", "--status-mode=container-status", "--probe-source=both", "--liveness-action=event-only",
 		"--tcp-probe-close=rst", "--probe-host-policy=pod-ips")
 	if o.RuntimeType != cri.TypeNone || o.StatusMode != status.ModeContainerStatus || o.ProbeSource != probespec.ProbeSourceBoth ||
-		o.LivenessAction != livenessEventOnly || o.TCPProbeClose != prober.TCPCloseRST || o.ProbeHostPolicy != prober.HostPolicyPodIPs {
+		o.LivenessAction != livenessEventOnly || o.TCPProbeClose != prober.TCPCloseRST || o.ProbeHostPolicy != hostpolicy.PodIPs {
 		t.Errorf("parsed %+v", o)
 	}
 	if err := o.validate(); err != nil {

@@ -10,22 +10,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/internal/daemon"
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/nodeinfo"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -44,7 +44,7 @@ func run(ctx context.Context, o *options) error {
 		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
 	start := time.Now()
-	cfg, err := restConfig(o)
+	cfg, err := daemon.RESTConfig("probed", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	client, eventClient := clients.status, clients.events
-	if err := status.CheckNodeClaim(ctx, client, o.NodeName); err != nil {
+	if err := checkNodeClaim(ctx, client, o.NodeName); err != nil {
 		return err
 	}
 
@@ -71,21 +71,17 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.NodeName).String()
-		}),
-		informers.WithTransform(manager.StripManagedFields))
+	factory := podinformer.NewFactory(client, o.NodeName)
 	podInformer := factory.Core().V1().Pods().Informer()
 
-	hostGuard := prober.NewHostGuard(o.ProbeHostPolicy, prober.HostGuardOptions{
-		NodeAddrs: manager.NodeAddresses(client, o.NodeName),
+	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
+		NodeAddrs: nodeinfo.Addresses(client, o.NodeName),
 	})
 	// The kubelet's User-Agent carries its own version: follow the node's,
 	// from start and through an in-place upgrade of its kubelet.
 	userAgent := prober.NewUserAgent(o.ProbeUserAgent)
 	if o.ProbeUserAgent == "" {
-		userAgent.Set(manager.NodeUserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion))
+		userAgent.Set(nodeinfo.UserAgentVersion(ctx, client, o.NodeName, prober.DefaultUserAgentVersion))
 	}
 
 	// The restart guard: a node-wide budget and the per-workload guard in
@@ -109,7 +105,7 @@ func run(ctx context.Context, o *options) error {
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 		defer broadcaster.Shutdown()
 		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
-		recorder = manager.ContainerRecorder{Recorder: nodeRecorder}
+		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
 		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
@@ -166,7 +162,7 @@ func run(ctx context.Context, o *options) error {
 	var sandboxIPs manager.SandboxIPSource
 	if o.RuntimeType != cri.TypeNone {
 		sandboxIPs = runtime
-	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != prober.HostPolicyKubelet {
+	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != hostpolicy.Kubelet {
 		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
 	}
 	mgr, err = manager.New(manager.Options{
@@ -226,7 +222,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	if o.ProbeUserAgent == "" {
 		wg.Add(1)
-		go func() { defer wg.Done(); manager.FollowNodeVersion(mgrCtx, client, o.NodeName, userAgent) }()
+		go func() { defer wg.Done(); nodeinfo.FollowKubeletVersion(mgrCtx, client, o.NodeName, userAgent) }()
 	}
 	if caPublisher != nil {
 		wg.Add(1)
@@ -282,23 +278,6 @@ func run(ctx context.Context, o *options) error {
 	wg.Wait()
 	factory.Shutdown()
 	return runErr
-}
-
-func restConfig(o *options) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading the API client config: %w", err)
-	}
-	cfg.QPS = float32(o.KubeAPIQPS)
-	cfg.Burst = o.KubeAPIBurst
-	cfg.UserAgent = "probed/" + version.Version
-	return cfg, nil
 }
 
 // eventConfig is cfg with the events client's own rate limit.

@@ -21,7 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -48,7 +48,7 @@ type Adopter struct {
 	Scope Scope
 	// HostPolicy is the nodes' --probe-host-policy: a probe whose host it
 	// refuses on every node stays with the kubelet.
-	HostPolicy prober.HostPolicy
+	HostPolicy hostpolicy.Policy
 	// APIServerGates are the API server's gates of alpha probe fields that
 	// are on (--api-server-feature-gates); a probe whose field the API
 	// server would drop after admission stays with the kubelet.

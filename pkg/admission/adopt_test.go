@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -144,7 +144,7 @@ func TestAdopterWarnsForEveryProbeLeft(t *testing.T) {
 	pod.Spec.RestartPolicy = v1.RestartPolicyOnFailure
 	pod.Spec.InitContainers[1].StartupProbe = execProbe("true")
 	a := newAdopter(prometheus.NewRegistry())
-	a.HostPolicy = prober.HostPolicyPodIPs
+	a.HostPolicy = hostpolicy.PodIPs
 	pod.Spec.Containers[0].ReadinessProbe.HTTPGet.Host = "10.0.0.1"
 	resp := a.Handle(t.Context(), request(admissionv1.Create, podGVK, "apps", mustJSON(t, pod), nil))
 	if !resp.Allowed {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/internal/cliflags"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -53,7 +53,7 @@ func (c Command) Run(args []string) int {
 	var verbosity level
 	fs.VarP(&verbosity, "v", "v", "log level, as kubectl's -v: 1 or more (or a bare -v) also reports the pod templates with nothing to do on stderr")
 	fs.Lookup("v").NoOptDefVal = "1"
-	hostPolicy := prober.HostPolicyDenyNodeLocal
+	hostPolicy := hostpolicy.DenyNodeLocal
 	fs.Var(&hostPolicy, "probe-host-policy", "the nodes' probed --probe-host-policy (deny-node-local, pod-ips or kubelet): a probe whose host it refuses on every node stays with the kubelet")
 	var gates probespec.APIServerGates
 	fs.Var(&gates, "api-server-feature-gates", "the API server's gates of alpha probe fields that are on, as in its --feature-gates (H2CContainerProbe=true,GRPCContainerProbeTLS=true); a probe setting a field whose gate is off (the default) stays with the kubelet, as the API server would drop the field")

@@ -11,7 +11,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -87,7 +87,7 @@ func (e *Error) Unwrap() error { return e.Err }
 type Options struct {
 	// HostPolicy is the nodes' --probe-host-policy ("" is its default): a
 	// probe whose host it refuses on every node stays with the kubelet.
-	HostPolicy prober.HostPolicy
+	HostPolicy hostpolicy.Policy
 	// APIServerGates are the API server's gates of alpha probe fields that
 	// are on: a probe setting a field whose gate is off stays with the
 	// kubelet.

@@ -11,5 +11,5 @@
 //   - a failure's error text is the kubelet's message for it
 //     ("Exec lifecycle hook ([...]) for Container ... failed - error: ...");
 //   - every connection an httpGet hook makes, redirects included, is judged
-//     by probed's host policy (prober.HostGuard), as a probe's would be.
+//     by probed's host policy (hostpolicy.Guard), as a probe's would be.
 package lifecycle

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -123,10 +124,10 @@ func TestHTTPGetHook(t *testing.T) {
 	})
 	t.Run("the host policy refuses a node-local host; nothing is sent", func(t *testing.T) {
 		srv := newHookServer(t, func(http.ResponseWriter, *http.Request) {})
-		g := prober.NewHostGuard(prober.HostPolicyDenyNodeLocal, prober.HostGuardOptions{})
+		g := hostpolicy.NewGuard(hostpolicy.DenyNodeLocal, hostpolicy.GuardOptions{})
 		hook := httpHook(v1.HTTPGetAction{Host: "127.0.0.1", Path: "/drain", Port: intstr.FromInt32(int32(srv.port(t)))})
 		err := New(nil, Options{HostGuard: g}).Run(context.Background(), testPod("192.0.2.10"), &v1.Container{Name: "app"}, "containerd://abc", hook)
-		if err == nil || !prober.IsRefused(err) || !strings.Contains(err.Error(), "127.0.0.1 is loopback, refused by --probe-host-policy=deny-node-local") {
+		if err == nil || !hostpolicy.IsRefused(err) || !strings.Contains(err.Error(), "127.0.0.1 is loopback, refused by --probe-host-policy=deny-node-local") {
 			t.Errorf("Run = %v, want a host policy refusal", err)
 		}
 		if n := len(srv.requests()); n != 0 {
@@ -135,7 +136,7 @@ func TestHTTPGetHook(t *testing.T) {
 	})
 	t.Run("the host policy allows the pod's own IP", func(t *testing.T) {
 		srv := newHookServer(t, func(http.ResponseWriter, *http.Request) {})
-		g := prober.NewHostGuard(prober.HostPolicyPodIPs, prober.HostGuardOptions{})
+		g := hostpolicy.NewGuard(hostpolicy.PodIPs, hostpolicy.GuardOptions{})
 		hook := httpHook(v1.HTTPGetAction{Path: "/drain", Port: intstr.FromInt32(int32(srv.port(t)))})
 		if err := New(nil, Options{HostGuard: g}).Run(context.Background(), testPod("127.0.0.1"), &v1.Container{Name: "app"}, "containerd://abc", hook); err != nil {
 			t.Errorf("Run = %v", err)

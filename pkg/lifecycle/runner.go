@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -26,7 +27,7 @@ type Options struct {
 	UserAgent *prober.UserAgent
 	// HostGuard applies --probe-host-policy to every connection of an
 	// httpGet hook. Nil checks nothing, as the kubelet does.
-	HostGuard *prober.HostGuard
+	HostGuard *hostpolicy.Guard
 	// Recorder receives the LifecycleHTTPFallback event; nil emits none.
 	Recorder Recorder
 	// Clock times sleep hooks; the real clock when nil.
@@ -37,7 +38,7 @@ type Options struct {
 type Runner struct {
 	exec      prober.CommandRunner
 	userAgent *prober.UserAgent
-	guard     *prober.HostGuard
+	guard     *hostpolicy.Guard
 	recorder  Recorder
 	clock     clock.Clock
 }

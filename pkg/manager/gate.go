@@ -9,7 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -68,7 +67,7 @@ func gatingContainers(declared []probespec.DeclaredProbe) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, d := range declared {
-		if (d.Type == prober.Readiness || d.Type == prober.Startup) && !seen[d.Container.Name] {
+		if (d.Type == probespec.Readiness || d.Type == probespec.Startup) && !seen[d.Container.Name] {
 			seen[d.Container.Name] = true
 			out = append(out, d.Container.Name)
 		}

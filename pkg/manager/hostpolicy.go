@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -22,14 +22,14 @@ import (
 // pod's own, which the dial checks against the runtime's answer). Until
 // the pod has an IP nothing is judged here, since the pod's own IPs are
 // always allowed (a hostNetwork pod's IP is the node's).
-func hostPolicyProblems(guard *prober.HostGuard, pod *v1.Pod, exempt []string, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
-	if guard.Policy() == prober.HostPolicyKubelet {
+func hostPolicyProblems(guard *hostpolicy.Guard, pod *v1.Pod, exempt []string, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
+	if guard.Policy() == hostpolicy.Kubelet {
 		return declared, problems
 	}
 	if len(PodIPs(pod)) == 0 {
 		return declared, problems
 	}
-	parsed := prober.ParsePodIPs(exempt...)
+	parsed := hostpolicy.ParsePodIPs(exempt...)
 	kept := declared[:0:0]
 	for _, d := range declared {
 		fieldPath, host := probeHost(d.Probe)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/probed-dev/probed/internal/informertest"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -75,8 +76,8 @@ func (r *recorder) messages(reason string) []string {
 	return out
 }
 
-func testGuard(policy prober.HostPolicy) *prober.HostGuard {
-	return prober.NewHostGuard(policy, prober.HostGuardOptions{
+func testGuard(policy hostpolicy.Policy) *hostpolicy.Guard {
+	return hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{
 		InterfaceAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("10.9.9.9")}, nil },
 	})
 }
@@ -108,19 +109,19 @@ func TestHostPolicyProblems(t *testing.T) {
 		probe("app", "startupProbe", httpHost("127.0.0.9")), // the pod's own IP
 	}
 	cases := []struct {
-		policy prober.HostPolicy
+		policy hostpolicy.Policy
 		kept   int
 		want   []string
 	}{
-		{prober.HostPolicyDenyNodeLocal, 1, []string{
+		{hostpolicy.DenyNodeLocal, 1, []string{
 			`container "app" readinessProbe: httpGet.host: Forbidden: 169.254.169.254 is link-local/metadata, refused by --probe-host-policy=deny-node-local`,
 			`container "app" livenessProbe: tcpSocket.host: Forbidden: 127.0.0.5 is loopback, refused by --probe-host-policy=deny-node-local`,
 		}},
-		{prober.HostPolicyPodIPs, 1, []string{
+		{hostpolicy.PodIPs, 1, []string{
 			`container "app" readinessProbe: httpGet.host: Forbidden: 169.254.169.254 is not one of the pod's IPs, refused by --probe-host-policy=pod-ips`,
 			`container "app" livenessProbe: tcpSocket.host: Forbidden: 127.0.0.5 is not one of the pod's IPs, refused by --probe-host-policy=pod-ips`,
 		}},
-		{prober.HostPolicyKubelet, 3, nil},
+		{hostpolicy.Kubelet, 3, nil},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.policy), func(t *testing.T) {
@@ -143,24 +144,24 @@ func TestHostPolicyProblems(t *testing.T) {
 	}
 	// Names are left to the prober, which judges what they resolve to.
 	named := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("localhost"))}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, PodIPs(pod), named, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, PodIPs(pod), named, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("name: kept %d, problems %v", len(kept), problems)
 	}
 	// Until the pod has an IP nothing is judged: its own IPs are always
 	// allowed, and a hostNetwork pod's IP is the node's.
 	noIP := pod.DeepCopy()
 	noIP.Status.PodIP, noIP.Status.PodIPs = "", nil
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), noIP, PodIPs(noIP), declared, nil); len(kept) != 3 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), noIP, PodIPs(noIP), declared, nil); len(kept) != 3 || len(problems) != 0 {
 		t.Errorf("no pod IP: kept %d, problems %v", len(kept), problems)
 	}
 	// A hostNetwork pod probing the node's address by its own IP.
 	hostNet := pod.DeepCopy()
 	hostNet.Status.PodIP, hostNet.Status.PodIPs = "10.9.9.9", []v1.PodIP{{IP: "10.9.9.9"}}
 	nodeProbe := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("10.9.9.9"))}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), hostNet, PodIPs(hostNet), nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), hostNet, PodIPs(hostNet), nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("hostNetwork pod's own IP: kept %d, problems %v", len(kept), problems)
 	}
-	if kept, problems := hostPolicyProblems(testGuard(prober.HostPolicyDenyNodeLocal), pod, PodIPs(pod), nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, PodIPs(pod), nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
 		!strings.Contains(problems[0].String(), "10.9.9.9 is an address of this node") {
 		t.Errorf("node address: kept %d, problems %v", len(kept), problems)
 	}
@@ -170,7 +171,7 @@ func TestHostPolicyProblems(t *testing.T) {
 // the readiness condition False (InvalidProbe), and does not run; the same
 // pod's allowed probes run.
 func TestHostPolicyInManager(t *testing.T) {
-	e := newEnvWith(t, func(o *Options) { o.HostGuard = testGuard(prober.HostPolicyDenyNodeLocal) })
+	e := newEnvWith(t, func(o *Options) { o.HostGuard = testGuard(hostpolicy.DenyNodeLocal) })
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{
 		"app":   {"readinessProbe": httpHost("169.254.169.254"), "livenessProbe": tcpHost("127.0.0.5")},
 		"other": {"readinessProbe": httpHost("127.0.0.9")},
@@ -217,7 +218,7 @@ func TestHostPolicyInManager(t *testing.T) {
 
 // TestHostPolicyWaitsForPodIP: a pod without an IP is judged once it has one.
 func TestHostPolicyWaitsForPodIP(t *testing.T) {
-	e := newEnvWith(t, func(o *Options) { o.HostGuard = testGuard(prober.HostPolicyPodIPs) })
+	e := newEnvWith(t, func(o *Options) { o.HostGuard = testGuard(hostpolicy.PodIPs) })
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcpHost("10.1.2.3")}}), "app")
 	pod.Status.PodIP = ""
 	e.create(pod)
@@ -238,7 +239,7 @@ type targetProber struct {
 	targets []prober.Target
 }
 
-func (p *targetProber) Probe(_ context.Context, _ prober.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (p *targetProber) Probe(_ context.Context, _ probespec.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.targets = append(p.targets, target)

@@ -3,7 +3,6 @@ package manager
 import (
 	"testing"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -18,7 +17,7 @@ func TestWorkersGetHTTPCheck(t *testing.T) {
 	}
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": probe("^ok$")}}), "app")
 	e.create(pod)
-	lastCheck := func() *prober.HTTPCheck {
+	lastCheck := func() *probespec.HTTPCheck {
 		tp.mu.Lock()
 		defer tp.mu.Unlock()
 		if len(tp.targets) == 0 {
@@ -30,7 +29,7 @@ func TestWorkersGetHTTPCheck(t *testing.T) {
 		c := lastCheck()
 		return c != nil && len(c.Status) == 1 && c.Status[0] == 204 && c.Body != nil && c.Body.String() == "^ok$"
 	})
-	k := probeKey{"app", prober.Readiness}
+	k := probeKey{"app", probespec.Readiness}
 	before := e.worker("u1", k)
 
 	edited := pod.DeepCopy()

@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -42,7 +42,7 @@ type Options struct {
 	// HostGuard applies --probe-host-policy to the IP literals probes name
 	// as hosts, at sync time, as validation problems; nil checks nothing.
 	// The prober applies the same guard when it dials.
-	HostGuard *prober.HostGuard
+	HostGuard *hostpolicy.Guard
 	// SandboxIPs says which IPs the node's runtime gave a pod's sandbox
 	// (cri.Limited over cri.Verified): the only pod IPs the host policy
 	// takes as the pod's own. Nil where no runtime can say
@@ -129,7 +129,7 @@ const uidIndex = "uid"
 
 type probeKey struct {
 	container string
-	probeType prober.ProbeType
+	probeType probespec.ProbeType
 }
 
 type podEntry struct {
@@ -328,11 +328,11 @@ func (m *Manager) WorkerCount() int {
 	return n
 }
 
-func (m *Manager) resultsFor(t prober.ProbeType) results.Manager {
+func (m *Manager) resultsFor(t probespec.ProbeType) results.Manager {
 	switch t {
-	case prober.Liveness:
+	case probespec.Liveness:
 		return m.liveness
-	case prober.Readiness:
+	case probespec.Readiness:
 		return m.readiness
 	}
 	return m.startup

@@ -32,7 +32,7 @@ type fakeProber struct {
 	held int // probes that reached a hold
 }
 
-func (f *fakeProber) Probe(_ context.Context, t prober.ProbeType, spec *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (f *fakeProber) Probe(_ context.Context, t probespec.ProbeType, spec *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	f.mu.Lock()
 	f.calls[target.ContainerID+"/"+t.String()]++
 	if spec != nil && spec.TCPSocket != nil {
@@ -264,8 +264,8 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 		}
 	}
 	_ = liveBefore
-	livenessWorker := e.mgr.pods["u1"].workers[probeKey{"app", prober.Liveness}]
-	readinessWorker := e.mgr.pods["u1"].workers[probeKey{"app", prober.Readiness}]
+	livenessWorker := e.mgr.pods["u1"].workers[probeKey{"app", probespec.Liveness}]
+	readinessWorker := e.mgr.pods["u1"].workers[probeKey{"app", probespec.Readiness}]
 	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{
 		"app": {"readinessProbe": tcp2, "livenessProbe": tcp1},
 	})
@@ -274,11 +274,11 @@ func TestWorkersFollowPodLifecycle(t *testing.T) {
 		e.mgr.mu.Lock()
 		defer e.mgr.mu.Unlock()
 		ent := e.mgr.pods["u1"]
-		return ent != nil && ent.workers[probeKey{"app", prober.Readiness}] != readinessWorker
+		return ent != nil && ent.workers[probeKey{"app", probespec.Readiness}] != readinessWorker
 	})
 	<-readinessWorker.Done()
 	e.mgr.mu.Lock()
-	same := e.mgr.pods["u1"].workers[probeKey{"app", prober.Liveness}] == livenessWorker
+	same := e.mgr.pods["u1"].workers[probeKey{"app", probespec.Liveness}] == livenessWorker
 	e.mgr.mu.Unlock()
 	if !same {
 		t.Fatal("an unchanged liveness probe lost its worker on an edit")
@@ -327,7 +327,7 @@ func TestEditedReadinessProbeKeepsItsSuccess(t *testing.T) {
 	e.sink.mu.Lock()
 	e.sink.notReady = nil
 	e.sink.mu.Unlock()
-	old := e.mgr.pods["u9"].workers[probeKey{"app", prober.Readiness}]
+	old := e.mgr.pods["u9"].workers[probeKey{"app", probespec.Readiness}]
 
 	pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcp2}})
 	e.update(pod)

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
@@ -44,7 +43,7 @@ type parityWarning struct {
 func parityWarnings(declared []probespec.DeclaredProbe) []parityWarning {
 	var out []parityWarning
 	for _, d := range declared {
-		if d.FromAnnotation && d.InitContainer && d.Type == prober.Startup {
+		if d.FromAnnotation && d.InitContainer && d.Type == probespec.Startup {
 			out = append(out, parityWarning{d.Container.Name, ReasonSidecarStartupProbe, fmt.Sprintf(
 				"sidecar %s: its startupProbe in %s is probed's, which the kubelet does not see: the kubelet counts the sidecar as started as soon as it runs, "+
 					"and starts the next init containers and the app containers then; keep it in the pod spec to keep the start-up order",

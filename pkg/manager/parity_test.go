@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -124,7 +123,7 @@ func TestEndedWorkerStartsAgainForANewInstance(t *testing.T) {
 		e.mgr.mu.Lock()
 		defer e.mgr.mu.Unlock()
 		ent := e.mgr.pods[uidOf(uid)]
-		return ent != nil && ent.workers[probeKey{"app", prober.Readiness}] == nil && len(ent.ended) == 1
+		return ent != nil && ent.workers[probeKey{"app", probespec.Readiness}] == nil && len(ent.ended) == 1
 	}
 	e.eventually("the worker ended on the terminated container", ended)
 	pod.Labels = map[string]string{"sync": "1"}

@@ -23,7 +23,7 @@ type SandboxIPSource interface {
 // or its metadata endpoint there. So they are:
 //   - with TrustPodStatusIPs, status.podIPs, as written;
 //   - for a hostNetwork pod, those of status.podIPs that are the node's own
-//     addresses (prober.HostGuard.IsNodeAddr): the kubelet gives such a pod
+//     addresses (hostpolicy.Guard.IsNodeAddr): the kubelet gives such a pod
 //     the Node's;
 //   - otherwise the IPs the runtime reports for the sandbox that
 //     containerID, the probed container, runs in: none while it cannot say

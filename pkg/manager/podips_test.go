@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -65,7 +66,7 @@ func firstTarget(t *testing.T, mutate func(*Options), pod *v1.Pod) prober.Target
 
 // allows reports whether guard lets target's probe connect to addr, as
 // the dialer decides right before connect(2); nothing is dialed.
-func allows(guard *prober.HostGuard, target prober.Target, addr string) error {
+func allows(guard *hostpolicy.Guard, target prober.Target, addr string) error {
 	return prober.GuardedDialer(guard, target).ControlContext(context.Background(), "tcp",
 		netip.AddrPortFrom(netip.MustParseAddr(addr), 80).String(), nil)
 }
@@ -75,7 +76,7 @@ func allows(guard *prober.HostGuard, target prober.Target, addr string) error {
 // them; the runtime's IPs are, and it is asked about the probed container,
 // for the worker's own pod and container.
 func TestSpoofedStatusIPsAreNotThePods(t *testing.T) {
-	for _, policy := range []prober.HostPolicy{prober.HostPolicyDenyNodeLocal, prober.HostPolicyPodIPs} {
+	for _, policy := range []hostpolicy.Policy{hostpolicy.DenyNodeLocal, hostpolicy.PodIPs} {
 		t.Run(string(policy), func(t *testing.T) {
 			guard := testGuard(policy)
 			rt := &fakeSandboxIPs{ips: map[string][]string{"containerd://u1-app": {"10.1.0.5"}}}
@@ -83,7 +84,7 @@ func TestSpoofedStatusIPsAreNotThePods(t *testing.T) {
 			spoofedStatus(pod)
 			got := firstTarget(t, func(o *Options) { o.HostGuard, o.SandboxIPs = guard, rt }, pod)
 			for _, ip := range spoofed {
-				if err := allows(guard, got, ip); !prober.IsRefused(err) {
+				if err := allows(guard, got, ip); !hostpolicy.IsRefused(err) {
 					t.Errorf("spoofed pod IP %s: %v; want refused (target %+v)", ip, err, got)
 				}
 			}
@@ -104,12 +105,12 @@ func TestSpoofedStatusIPsAreNotThePods(t *testing.T) {
 func TestNoRuntimeNoOwnIPs(t *testing.T) {
 	for name, rt := range map[string]SandboxIPSource{"no runtime": nil, "unknown container": &fakeSandboxIPs{}} {
 		t.Run(name, func(t *testing.T) {
-			guard := testGuard(prober.HostPolicyDenyNodeLocal)
+			guard := testGuard(hostpolicy.DenyNodeLocal)
 			pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 			spoofedStatus(pod)
 			got := firstTarget(t, func(o *Options) { o.HostGuard, o.SandboxIPs = guard, rt }, pod)
 			for _, ip := range spoofed {
-				if err := allows(guard, got, ip); !prober.IsRefused(err) {
+				if err := allows(guard, got, ip); !hostpolicy.IsRefused(err) {
 					t.Errorf("pod IP %s: %v; want refused", ip, err)
 				}
 			}
@@ -120,7 +121,7 @@ func TestNoRuntimeNoOwnIPs(t *testing.T) {
 // A hostNetwork pod's own IPs are the node's addresses only, at dial time
 // and at sync time.
 func TestHostNetworkPodIPMustBeTheNodes(t *testing.T) {
-	guard := testGuard(prober.HostPolicyDenyNodeLocal) // the node is 10.9.9.9
+	guard := testGuard(hostpolicy.DenyNodeLocal) // the node is 10.9.9.9
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{
 		"app":   {"readinessProbe": tcp1},
 		"other": {"readinessProbe": httpHost("169.254.169.254"), "livenessProbe": httpHost("10.9.9.9")},
@@ -140,7 +141,7 @@ func TestHostNetworkPodIPMustBeTheNodes(t *testing.T) {
 	i := slices.IndexFunc(tp.targets, func(t prober.Target) bool { return t.ContainerID == "containerd://u1-app" })
 	got := tp.targets[i]
 	tp.mu.Unlock()
-	if err := allows(guard, got, "169.254.169.254"); !prober.IsRefused(err) {
+	if err := allows(guard, got, "169.254.169.254"); !hostpolicy.IsRefused(err) {
 		t.Errorf("a hostNetwork pod's status IP 169.254.169.254: %v; want refused", err)
 	}
 	if err := allows(guard, got, "10.9.9.9"); err != nil {
@@ -158,7 +159,7 @@ func TestHostNetworkPodIPMustBeTheNodes(t *testing.T) {
 // --trust-pod-status-ips restores the old rule: status.podIPs and the pod
 // IP are the pod's own, as written, and the runtime is not asked.
 func TestTrustPodStatusIPs(t *testing.T) {
-	guard := testGuard(prober.HostPolicyDenyNodeLocal)
+	guard := testGuard(hostpolicy.DenyNodeLocal)
 	rt := &fakeSandboxIPs{ips: map[string][]string{"containerd://u1-app": {"10.1.0.5"}}}
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
 	spoofedStatus(pod)

@@ -6,7 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/containerstatus"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -58,7 +59,7 @@ func (m *Manager) triggerReadiness(u results.Update) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.pods[u.PodUID]; e != nil {
-		if w := e.workers[probeKey{name, prober.Readiness}]; w != nil {
+		if w := e.workers[probeKey{name, probespec.Readiness}]; w != nil {
 			w.Trigger()
 		}
 	}
@@ -87,10 +88,10 @@ func (m *Manager) updateStatus(uid types.UID) {
 	}
 	inputs := make([]status.ContainerInput, 0, len(e.order))
 	for _, name := range e.order {
-		cs := findStatus(pod, name)
+		cs := containerstatus.Find(pod, name)
 		in := status.ContainerInput{Name: name, Status: cs}
-		in.Readiness = m.probeInputLocked(e, name, prober.Readiness, cs)
-		in.Startup = m.probeInputLocked(e, name, prober.Startup, cs)
+		in.Readiness = m.probeInputLocked(e, name, probespec.Readiness, cs)
+		in.Startup = m.probeInputLocked(e, name, probespec.Startup, cs)
 		inputs = append(inputs, in)
 	}
 	key := e.key
@@ -100,7 +101,7 @@ func (m *Manager) updateStatus(uid types.UID) {
 	m.opts.Status.Set(key, st)
 }
 
-func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType, cs *v1.ContainerStatus) *status.ProbeInput {
+func (m *Manager) probeInputLocked(e *podEntry, name string, t probespec.ProbeType, cs *v1.ContainerStatus) *status.ProbeInput {
 	k := probeKey{name, t}
 	if msg, bad := e.invalid[k]; bad {
 		return &status.ProbeInput{Invalid: true, InvalidMessage: msg}
@@ -121,7 +122,7 @@ func (m *Manager) probeInputLocked(e *podEntry, name string, t prober.ProbeType,
 			}
 		}
 	}
-	if !live && t == prober.Startup && !in.Known {
+	if !live && t == probespec.Startup && !in.Known {
 		// The startup worker ended with Success on the pod's deletion and
 		// took its result along; as in the kubelet, a container without a
 		// startup worker counts as started.
@@ -134,18 +135,4 @@ func allStatuses(pod *v1.Pod) []v1.ContainerStatus {
 	out := make([]v1.ContainerStatus, 0, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
 	out = append(out, pod.Status.InitContainerStatuses...)
 	return append(out, pod.Status.ContainerStatuses...)
-}
-
-func findStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	for i := range pod.Status.InitContainerStatuses {
-		if pod.Status.InitContainerStatuses[i].Name == name {
-			return &pod.Status.InitContainerStatuses[i]
-		}
-	}
-	return nil
 }

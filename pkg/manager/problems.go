@@ -7,7 +7,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -22,7 +21,7 @@ func (m *Manager) recordProblemsLocked(e *podEntry, problems []probespec.ProbePr
 	msgs := make([]string, 0, len(problems))
 	for _, p := range problems {
 		msgs = append(msgs, p.String())
-		if p.Type != nil && p.Container != "" && (*p.Type == prober.Readiness || *p.Type == prober.Startup) {
+		if p.Type != nil && p.Container != "" && (*p.Type == probespec.Readiness || *p.Type == probespec.Startup) {
 			k := probeKey{p.Container, *p.Type}
 			if prev, ok := e.invalid[k]; ok {
 				e.invalid[k] = prev + "; " + p.String()

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/results"
@@ -23,7 +22,7 @@ type deferringKiller struct {
 	reprobe bool
 }
 
-func (k *deferringKiller) Kill(context.Context, *v1.Pod, *v1.Container, string, prober.ProbeType, *v1.Probe) error {
+func (k *deferringKiller) Kill(context.Context, *v1.Pod, *v1.Container, string, probespec.ProbeType, *v1.Probe) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls++
@@ -81,7 +80,7 @@ func TestPausedKillReprobes(t *testing.T) {
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"livenessProbe": failingLiveness}}), "app")
 	e.prober.result["containerd://u1-app"] = results.Failure
 	e.create(pod)
-	key := probeKey{"app", prober.Liveness}
+	key := probeKey{"app", probespec.Liveness}
 	e.eventually("a kill asked for", func() bool { return k.count() >= 1 })
 	first := e.worker("u1", key)
 	e.eventually("worker replaced", func() bool { w := e.worker("u1", key); return w != nil && w != first })
@@ -101,7 +100,7 @@ func TestDeferredKillRetriesOnHold(t *testing.T) {
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"livenessProbe": failingLiveness}}), "app")
 	e.prober.result["containerd://u1-app"] = results.Failure
 	e.create(pod)
-	key := probeKey{"app", prober.Liveness}
+	key := probeKey{"app", probespec.Liveness}
 	e.eventually("a kill asked for", func() bool { return k.count() >= 1 })
 	first := e.worker("u1", key)
 	e.eventually("retried", func() bool { return k.count() >= 2 })
@@ -182,7 +181,7 @@ type countingKiller struct {
 	kills map[string]int
 }
 
-func (k *countingKiller) Kill(_ context.Context, pod *v1.Pod, _ *v1.Container, _ string, _ prober.ProbeType, _ *v1.Probe) error {
+func (k *countingKiller) Kill(_ context.Context, pod *v1.Pod, _ *v1.Container, _ string, _ probespec.ProbeType, _ *v1.Probe) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.kills[pod.Name]++

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -95,7 +94,7 @@ func TestStaleSeedDoesNotBringReadyBack(t *testing.T) {
 			e.prober.hold = map[int32]chan struct{}{3: release}
 			e.prober.mu.Unlock()
 			before := e.readyStates(uid)
-			old := e.mgr.pods[uidOf(uid)].workers[probeKey{"app", prober.Readiness}]
+			old := e.mgr.pods[uidOf(uid)].workers[probeKey{"app", probespec.Readiness}]
 			pod.Annotations[probespec.ProbesAnnotation] = annotate(map[string]map[string]any{"app": {"readinessProbe": tcpPort(3, 1)}})
 			e.update(pod)
 			<-old.Done()
@@ -167,7 +166,7 @@ func TestSeedDoesNotOutliveItsProbe(t *testing.T) {
 			pod := e.seededThenFailed(uid, id, tc.seeded)
 
 			// The probe leaves the declared set: its worker stops, no carry.
-			old := e.mgr.pods[uidOf(uid)].workers[probeKey{"app", prober.Readiness}]
+			old := e.mgr.pods[uidOf(uid)].workers[probeKey{"app", probespec.Readiness}]
 			pod.Annotations[probespec.ProbesAnnotation] = annotate(tc.leave)
 			e.update(pod)
 			<-old.Done()

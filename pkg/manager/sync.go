@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -116,7 +116,7 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 			if cs.State.Running == nil || cs.ContainerID == "" {
 				continue
 			}
-			if w := e.workers[probeKey{cs.Name, prober.Readiness}]; w != nil {
+			if w := e.workers[probeKey{cs.Name, probespec.Readiness}]; w != nil {
 				cands = append(cands, candidate{w, &cs})
 			}
 		}
@@ -167,7 +167,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		delete(e.specs, k)
 		if ok {
 			klog.InfoS("Probe changed; restarting its worker", "pod", klog.KObj(pod), "container", k.container, "probeType", k.probeType)
-		} else if k.probeType == prober.Liveness && m.opts.Liveness != nil {
+		} else if k.probeType == probespec.Liveness && m.opts.Liveness != nil {
 			m.opts.Liveness.LivenessPassed(pod.UID, k.container)
 		}
 		// The replacement starts once the old worker has cleaned up, so its
@@ -209,7 +209,7 @@ func runsAgain(pod *v1.Pod, name, endedOn string) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
-	cs := findStatus(pod, name)
+	cs := containerstatus.Find(pod, name)
 	return cs != nil && cs.ContainerID != "" && cs.ContainerID != endedOn
 }
 
@@ -274,10 +274,10 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 // probed), the seed of that type is dropped, so the new worker starts from
 // the kubelet's initial value and never brings a stale Ready back.
 func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
-	if k.probeType != prober.Readiness && k.probeType != prober.Startup {
+	if k.probeType != probespec.Readiness && k.probeType != probespec.Startup {
 		return
 	}
-	cs := findStatus(pod, k.container)
+	cs := containerstatus.Find(pod, k.container)
 	if cs == nil || cs.ContainerID == "" {
 		return
 	}
@@ -305,11 +305,11 @@ func (m *Manager) carrySuccessLocked(pod *v1.Pod, e *podEntry, k probeKey) {
 // have been overtaken by a failure that went with the old worker.
 func dropUndeclaredSeedsLocked(e *podEntry, want map[probeKey]probespec.DeclaredProbe) {
 	for name := range e.seeds {
-		if _, ok := want[probeKey{name, prober.Readiness}]; !ok {
-			clearSeedLocked(e, probeKey{name, prober.Readiness})
+		if _, ok := want[probeKey{name, probespec.Readiness}]; !ok {
+			clearSeedLocked(e, probeKey{name, probespec.Readiness})
 		}
-		if _, ok := want[probeKey{name, prober.Startup}]; !ok {
-			clearSeedLocked(e, probeKey{name, prober.Startup})
+		if _, ok := want[probeKey{name, probespec.Startup}]; !ok {
+			clearSeedLocked(e, probeKey{name, probespec.Startup})
 		}
 	}
 }
@@ -325,9 +325,9 @@ func clearSeedLocked(e *podEntry, k probeKey) {
 // the seed of k's container; a seed left with no value is deleted.
 func storeSeedLocked(e *podEntry, k probeKey, s status.Seed, v *bool) {
 	switch k.probeType {
-	case prober.Readiness:
+	case probespec.Readiness:
 		s.Ready = v
-	case prober.Startup:
+	case probespec.Startup:
 		s.Started = v
 	}
 	if s.Ready == nil && s.Started == nil {
@@ -341,12 +341,12 @@ func storeSeedLocked(e *podEntry, k probeKey, s status.Seed, v *bool) {
 }
 
 // seedFor turns a restart-safety seed into a worker's InitialResult.
-func seedFor(s status.Seed, t prober.ProbeType) func(string) (results.Result, bool) {
+func seedFor(s status.Seed, t probespec.ProbeType) func(string) (results.Result, bool) {
 	var v *bool
 	switch t {
-	case prober.Readiness:
+	case probespec.Readiness:
 		v = s.Ready
-	case prober.Startup:
+	case probespec.Startup:
 		v = s.Started
 	}
 	if v == nil || !*v || s.ContainerID == "" {
@@ -437,7 +437,7 @@ func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 	if e == nil {
 		return true
 	}
-	k := probeKey{cs.Name, prober.Startup}
+	k := probeKey{cs.Name, probespec.Startup}
 	_, exists := e.workers[k]
 	// An invalid startup probe still gates: the user asked for one.
 	_, invalid := e.invalid[k]

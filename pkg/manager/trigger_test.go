@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
@@ -110,7 +109,7 @@ func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
 		e.mgr.mu.Lock()
 		defer e.mgr.mu.Unlock()
 		ent := e.mgr.pods["u1"]
-		return ent != nil && ent.workers[probeKey{"app", prober.Startup}] == nil
+		return ent != nil && ent.workers[probeKey{"app", probespec.Startup}] == nil
 	})
 	if !e.mgr.started(pod, &pod.Status.ContainerStatuses[0]) {
 		t.Error("not started after the startup worker ended; the kubelet counts it started")
@@ -127,7 +126,7 @@ func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.mgr.mu.Lock()
-	restarted := e.mgr.pods["u1"].workers[probeKey{"app", prober.Startup}] != nil
+	restarted := e.mgr.pods["u1"].workers[probeKey{"app", probespec.Startup}] != nil
 	e.mgr.mu.Unlock()
 	if restarted {
 		t.Error("the ended startup worker was started again by a sync")

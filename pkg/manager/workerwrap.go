@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -33,13 +34,13 @@ type workerProber struct {
 	container string
 }
 
-func (p workerProber) Probe(ctx context.Context, t prober.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
+func (p workerProber) Probe(ctx context.Context, t probespec.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
 	if pod, ok := p.m.Pod(p.uid); ok {
 		target.PodIPs = p.m.ownIPs(ctx, pod, target.ContainerID)
 		target.PodIPsVerified = !p.m.opts.TrustPodStatusIPs
 	}
 	res, out, err := p.m.opts.Prober.Probe(ctx, t, spec, target, events)
-	if t == prober.Liveness && err == nil && res == results.Success && p.m.opts.Liveness != nil {
+	if t == probespec.Liveness && err == nil && res == results.Success && p.m.opts.Liveness != nil {
 		p.m.opts.Liveness.LivenessPassed(p.uid, p.container)
 	}
 	return res, out, err
@@ -58,7 +59,7 @@ type workerKiller struct {
 	w   **worker.Worker
 }
 
-func (k workerKiller) Kill(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, t prober.ProbeType, spec *v1.Probe) error {
+func (k workerKiller) Kill(ctx context.Context, pod *v1.Pod, c *v1.Container, containerID string, t probespec.ProbeType, spec *v1.Probe) error {
 	err := k.m.opts.Killer.Kill(ctx, pod, c, containerID, t, spec)
 	if d, ok := restartguard.AsDeferred(err); ok && d.Reprobe {
 		k.m.restartWorker(k.ctx, k.uid, k.key, *k.w)

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -24,7 +26,7 @@ func benchProbeWith(b *testing.B, p *Prober, spec *v1.Probe, target Target) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		res, out, err := p.Probe(ctx, Readiness, spec, target, nil)
+		res, out, err := p.Probe(ctx, probespec.Readiness, spec, target, nil)
 		if res != results.Success || err != nil {
 			b.Fatalf("Probe = %v, %q, %v", res, out, err)
 		}
@@ -46,7 +48,7 @@ func BenchmarkHTTPProbe(b *testing.B) {
 // BenchmarkHTTPProbeScoped: the default policy, the worker's own Transport
 // with its dialer bound to the pod's IPs.
 func BenchmarkHTTPProbeScoped(b *testing.B) {
-	p := New(nil, Options{HostGuard: guardFor(HostPolicyDenyNodeLocal)})
+	p := New(nil, Options{HostGuard: guardFor(hostpolicy.DenyNodeLocal)})
 	benchProbeWith(b, p, httpSpec("/healthz", benchHTTPServer(b)), Target{PodIP: "127.0.0.1", PodIPs: []string{"127.0.0.1"}})
 }
 

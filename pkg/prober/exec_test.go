@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 func TestExecProbe(t *testing.T) {
@@ -92,7 +94,7 @@ func TestExecProbeOwnerMismatchNotRetried(t *testing.T) {
 		return nil, -1, ownerMismatch{}
 	}), Options{})
 	sink := &recordingSink{}
-	_, _, err := p.Probe(context.Background(), Liveness, &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, TimeoutSeconds: 1},
+	_, _, err := p.Probe(context.Background(), probespec.Liveness, &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, TimeoutSeconds: 1},
 		Target{ContainerID: "containerd://other"}, sink)
 	if !errors.As(err, new(ownerMismatch)) || calls != 1 {
 		t.Errorf("err %v after %d runs; want the refusal after one", err, calls)

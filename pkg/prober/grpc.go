@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // grpcProber calls grpc.health.v1.Health/Check through grpc-go as the
@@ -30,7 +32,7 @@ import (
 // connection the host policy refuses is an error. With "probed.io/keepAlive"
 // the worker's Session keeps the ClientConn for its next probe.
 type grpcProber struct {
-	guard     *HostGuard
+	guard     *hostpolicy.Guard
 	userAgent *UserAgent
 	// plain and tls are the dial options of every probe, without the
 	// dialer, which is per probe (bound to the probed pod's scope), and
@@ -38,7 +40,7 @@ type grpcProber struct {
 	plain, tls []grpc.DialOption
 }
 
-func newGRPCProber(userAgent *UserAgent, guard *HostGuard) *grpcProber {
+func newGRPCProber(userAgent *UserAgent, guard *hostpolicy.Guard) *grpcProber {
 	// What an answer may hold of probed's memory; the kubelet keeps
 	// grpc-go's 16 MiB of headers and 4 MiB message.
 	common := []grpc.DialOption{grpc.WithMaxHeaderListSize(MaxResponseHeaderBytes),

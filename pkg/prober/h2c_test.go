@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // h2cServer serves HTTP/2 over cleartext with prior knowledge only (and
@@ -54,7 +56,7 @@ func h2cSpec(port int) *v1.Probe {
 // keep-alive; HTTP1 and no protocol stay HTTP/1.1.
 func TestHTTPH2C(t *testing.T) {
 	port, proto, conns := h2cServer(t, true)
-	for _, guard := range []*HostGuard{nil, guardFor(HostPolicyDenyNodeLocal)} {
+	for _, guard := range []*hostpolicy.Guard{nil, guardFor(hostpolicy.DenyNodeLocal)} {
 		p := New(nil, Options{HostGuard: guard})
 		target := Target{PodIP: "127.0.0.1", PodIPs: []string{"127.0.0.1"}, Session: NewSession()}
 		before := conns.Load()

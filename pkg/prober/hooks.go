@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // This file exports the pieces of an httpGet probe that a container's
@@ -29,7 +31,7 @@ func NewHTTPGetRequest(ctx context.Context, action *v1.HTTPGetAction, target Tar
 // a *RefusedError. A nil or kubelet-policy guard checks nothing. Unlike the
 // probes' dialer it sets no SO_LINGER: it is the plain dialer the kubelet's
 // lifecycle client uses, plus the check.
-func GuardedDialer(g *HostGuard, target Target) *net.Dialer {
+func GuardedDialer(g *hostpolicy.Guard, target Target) *net.Dialer {
 	d := scopeOf(g, target).dialer(false)
 	d.KeepAlive = 0
 	return d
@@ -39,9 +41,6 @@ func GuardedDialer(g *HostGuard, target Target) *net.Dialer {
 // target's pod, with the probes' rule, which is the kubelet's for lifecycle
 // hooks too (RedirectChecker(false)): follow redirects to the same host
 // only, at most 10, and never to an address g refuses.
-func RedirectPolicy(g *HostGuard, target Target) func(req *http.Request, via []*http.Request) error {
+func RedirectPolicy(g *hostpolicy.Guard, target Target) func(req *http.Request, via []*http.Request) error {
 	return scopeOf(g, target).redirectPolicy
 }
-
-// IsRefused reports whether err, however wrapped, is a host policy refusal.
-func IsRefused(err error) bool { return isRefused(err) }

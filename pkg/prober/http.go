@@ -17,6 +17,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // An httpGet probe, top to bottom, as the kubelet's pkg/probe/http runs it:
@@ -28,7 +31,7 @@ import (
 // up to 10 KiB and judged as DoHTTPProbe judges it.
 //
 // What probed adds: the host policy, in the dialer and on redirects
-// (hostguard_dial.go); the opt-in response checks (HTTPCheck) and
+// (dialer.go); the opt-in response checks (HTTPCheck) and
 // keep-alive; transport errors that do not quote the response
 // (withholdResponseBytes); and a redirect warning that quotes the body
 // only of the pod's own answer (redirectBodyWithheld).
@@ -36,7 +39,7 @@ import (
 // httpProber runs httpGet probes.
 type httpProber struct {
 	userAgent *UserAgent
-	guard     *HostGuard
+	guard     *hostpolicy.Guard
 	// transport and h2c serve every probe whose connections the host
 	// policy does not scope to its pod (--probe-host-policy=kubelet) and
 	// that keeps no connection: one Transport for all, as in the kubelet.
@@ -44,7 +47,7 @@ type httpProber struct {
 	transport, h2c *http.Transport
 }
 
-func newHTTPProber(userAgent *UserAgent, guard *HostGuard) *httpProber {
+func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard) *httpProber {
 	return &httpProber{
 		userAgent: userAgent,
 		guard:     guard,
@@ -144,11 +147,11 @@ func (p *httpProber) transportFor(sc scope, h2c bool, target Target) *http.Trans
 // timeouts included, are a Failure carrying the error text and a nil
 // error; only a failure to read the body, and a connection or redirect the
 // host policy refuses, are errors.
-func (p *httpProber) send(c *http.Client, req *http.Request, check *HTTPCheck) (Result, string, error) {
+func (p *httpProber) send(c *http.Client, req *http.Request, check *probespec.HTTPCheck) (Result, string, error) {
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		if isRefused(err) {
+		if hostpolicy.IsRefused(err) {
 			return Unknown, "", err
 		}
 		return Failure, nameHeaderLimit(withholdResponseBytes(err)), nil
@@ -186,7 +189,7 @@ func readAtMost(r io.Reader, limit int64) (data []byte, truncated bool, err erro
 
 // httpOutcome judges a response as the kubelet's DoHTTPProbe does, then
 // applies check (which may be nil). body is at most MaxOutputBytes.
-func httpOutcome(code int, body []byte, check *HTTPCheck) (Result, string) {
+func httpOutcome(code int, body []byte, check *probespec.HTTPCheck) (Result, string) {
 	if check == nil {
 		return kubeletHTTPOutcome(code, body)
 	}

@@ -19,6 +19,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/probed-dev/probed/internal/probetext"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -264,7 +265,7 @@ func FuzzHTTPResponse(f *testing.F) {
 		sink := &recordingSink{}
 		done := make(chan outcome, 1)
 		go func() {
-			res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
+			res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
 			done <- outcome{res, out, err}
 		}()
 		var got outcome

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // headerLines is n bytes of header lines, 1 KiB each.
@@ -61,7 +63,7 @@ func TestHTTPResponseHeadIsBounded(t *testing.T) {
 		h2c  bool
 		// keepAlive and guard pick the worker's own Transport.
 		keepAlive bool
-		guard     *HostGuard
+		guard     *hostpolicy.Guard
 		want      Result
 		out       string
 		// maxAlloc bounds what the probe allocates (raw answers only: the
@@ -71,7 +73,7 @@ func TestHTTPResponseHeadIsBounded(t *testing.T) {
 		{name: "24 KiB of headers", raw: "HTTP/1.1 200 OK\r\n" + headerLines(24<<10) + okBody, want: Success, out: "ok"},
 		{name: "1 MiB of headers", raw: "HTTP/1.1 200 OK\r\n" + headerLines(1<<20) + okBody, want: Failure, out: exceeded, maxAlloc: 256 << 10},
 		{name: "1 MiB of headers, kept alive", raw: "HTTP/1.1 200 OK\r\n" + headerLines(1<<20) + okBody, keepAlive: true, want: Failure, out: exceeded, maxAlloc: 256 << 10},
-		{name: "1 MiB of headers, under the host policy", raw: "HTTP/1.1 200 OK\r\n" + headerLines(1<<20) + okBody, guard: guardFor(HostPolicyDenyNodeLocal), want: Failure, out: exceeded, maxAlloc: 256 << 10},
+		{name: "1 MiB of headers, under the host policy", raw: "HTTP/1.1 200 OK\r\n" + headerLines(1<<20) + okBody, guard: guardFor(hostpolicy.DenyNodeLocal), want: Failure, out: exceeded, maxAlloc: 256 << 10},
 		{name: "informational answers count", raw: strings.Repeat("HTTP/1.1 103 Early Hints\r\n"+headerLines(12<<10)+"\r\n", 3) + "HTTP/1.1 200 OK\r\n" + okBody, want: Failure, out: exceeded},
 		{name: "HTTP/2 over TLS, 64 KiB of headers", port: tlsPort, tls: true, want: Failure, out: exceededH2},
 		{name: "h2c, 64 KiB of headers", port: h2cPort, h2c: true, want: Failure, out: exceededH2},

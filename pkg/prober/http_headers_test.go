@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // TestHTTPHeadersOnTheWire checks the exact header set a probe sends, read
@@ -68,7 +70,7 @@ func TestHTTPHeadersOnTheWire(t *testing.T) {
 			srv := newWireServer(t)
 			port := srv.port(t)
 			p := New(nil, tc.opts)
-			res, out, err := p.Probe(context.Background(), Readiness, httpSpec("/hz", port, tc.headers...), Target{PodIP: "127.0.0.1"}, nil)
+			res, out, err := p.Probe(context.Background(), probespec.Readiness, httpSpec("/hz", port, tc.headers...), Target{PodIP: "127.0.0.1"}, nil)
 			if err != nil || res.String() != "Success" || out != "ok" {
 				t.Fatalf("Probe = %v, %q, %v", res, out, err)
 			}

@@ -15,6 +15,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // probeHTTP runs only the HTTP handler against 127.0.0.1:port, so that
@@ -302,7 +305,7 @@ func TestHTTPSSelfSigned(t *testing.T) {
 			spec := httpSpec("/", port)
 			spec.HTTPGet.Scheme = v1.URISchemeHTTPS
 			p := New(nil, Options{})
-			res, out, err := p.Probe(context.Background(), Liveness, spec, Target{PodIP: "127.0.0.1"}, nil)
+			res, out, err := p.Probe(context.Background(), probespec.Liveness, spec, Target{PodIP: "127.0.0.1"}, nil)
 			if err != nil || res.String() != "Success" || out != "secure" {
 				t.Fatalf("Probe = %v, %q, %v", res, out, err)
 			}
@@ -337,7 +340,7 @@ func TestHTTPIgnoresProxyEnv(t *testing.T) {
 	}))
 
 	p := New(nil, Options{})
-	res, out, err := p.Probe(context.Background(), Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, nil)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, nil)
 	if err != nil || res.String() != "Success" || out != "direct" {
 		t.Fatalf("Probe = %v, %q, %v", res, out, err)
 	}
@@ -370,7 +373,7 @@ func TestHTTPCancelled(t *testing.T) {
 	p := New(nil, Options{})
 	spec := httpSpec("/", port)
 	spec.TimeoutSeconds = 10
-	res, _, err := p.Probe(ctx, Liveness, spec, Target{PodIP: "127.0.0.1"}, sink)
+	res, _, err := p.Probe(ctx, probespec.Liveness, spec, Target{PodIP: "127.0.0.1"}, sink)
 	if err != context.Canceled || res.String() != "Failure" {
 		t.Errorf("Probe = %v, %v; want Failure, context.Canceled", res, err)
 	}
@@ -398,22 +401,22 @@ func TestRedirectBodyOnlyOfThePodsOwnAnswer(t *testing.T) {
 	target := Target{PodIP: ip, PodIPs: []string{ip}}
 	for _, tc := range []struct {
 		name   string
-		policy HostPolicy
+		policy hostpolicy.Policy
 		host   string
 		want   string
 	}{
-		{"the pod's IP: the kubelet's text", HostPolicyDenyNodeLocal, "", "Probe terminated redirects, Response body: " + body},
-		{"the pod's IP, under the kubelet policy", HostPolicyKubelet, "", "Probe terminated redirects, Response body: " + body},
-		{"a host, under the kubelet policy", HostPolicyKubelet, ip, `Probe terminated redirects, Response body: "<withheld>"`},
-		{"the pod's IP as host", HostPolicyDenyNodeLocal, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+		{"the pod's IP: the kubelet's text", hostpolicy.DenyNodeLocal, "", "Probe terminated redirects, Response body: " + body},
+		{"the pod's IP, under the kubelet policy", hostpolicy.Kubelet, "", "Probe terminated redirects, Response body: " + body},
+		{"a host, under the kubelet policy", hostpolicy.Kubelet, ip, `Probe terminated redirects, Response body: "<withheld>"`},
+		{"the pod's IP as host", hostpolicy.DenyNodeLocal, ip, `Probe terminated redirects, Response body: "<withheld>"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{}
-			if tc.policy != HostPolicyKubelet {
+			if tc.policy != hostpolicy.Kubelet {
 				opts.HostGuard = guardFor(tc.policy)
 			}
 			sink := &recordingSink{}
-			res, out, err := New(nil, opts).Probe(context.Background(), Readiness, probe(tc.host), target, sink)
+			res, out, err := New(nil, opts).Probe(context.Background(), probespec.Readiness, probe(tc.host), target, sink)
 			if err != nil || res.String() != "Success" || out != tc.want {
 				t.Errorf("Probe = %v, %q, %v; want Success, %q", res, out, err, tc.want)
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // TestHTTPErrorsWithholdResponseBytes: a transport error keeps the
@@ -35,7 +37,7 @@ func TestHTTPErrorsWithholdResponseBytes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newScriptServer(t, reply(tc.response))
 			sink := &recordingSink{}
-			_, out, err := New(nil, Options{}).Probe(context.Background(), Readiness, httpSpec("/hz", srv.port(t)), Target{PodIP: "127.0.0.1"}, sink)
+			_, out, err := New(nil, Options{}).Probe(context.Background(), probespec.Readiness, httpSpec("/hz", srv.port(t)), Target{PodIP: "127.0.0.1"}, sink)
 			want := fmt.Sprintf(`Get "%s": %s`, srv.url(t, "/hz"), tc.want)
 			if err != nil || out != want {
 				t.Errorf("output %q, %v; want %q", out, err, want)

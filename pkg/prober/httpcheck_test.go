@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -40,35 +41,35 @@ func TestHTTPCheck(t *testing.T) {
 	cases := []struct {
 		name    string
 		path    string
-		check   *HTTPCheck
+		check   *probespec.HTTPCheck
 		want    results.Result
 		wantOut string
 	}{
 		{"no check", "/status/204", nil, results.Success, ""},
 		{"no check 500", "/status/500", nil, results.Failure, "HTTP probe failed with statuscode: 500"},
-		{"status listed", "/status/204", &HTTPCheck{Status: []int{200, 204}}, results.Success, ""},
-		{"status not listed", "/status/200", &HTTPCheck{Status: []int{204}}, results.Failure,
+		{"status listed", "/status/204", &probespec.HTTPCheck{Status: []int{200, 204}}, results.Success, ""},
+		{"status not listed", "/status/200", &probespec.HTTPCheck{Status: []int{204}}, results.Failure,
 			"HTTP probe failed with statuscode: 200 (probed.io/expectStatus: [204])"},
-		{"status overrides the 2xx-3xx rule", "/status/503", &HTTPCheck{Status: []int{503}}, results.Success, "body 503"},
-		{"expected 3xx is a plain success", "/status/301", &HTTPCheck{Status: []int{301}}, results.Success, "body 301"},
-		{"unlisted 3xx fails", "/status/301", &HTTPCheck{Status: []int{200}}, results.Failure,
+		{"status overrides the 2xx-3xx rule", "/status/503", &probespec.HTTPCheck{Status: []int{503}}, results.Success, "body 503"},
+		{"expected 3xx is a plain success", "/status/301", &probespec.HTTPCheck{Status: []int{301}}, results.Success, "body 301"},
+		{"unlisted 3xx fails", "/status/301", &probespec.HTTPCheck{Status: []int{200}}, results.Failure,
 			"HTTP probe failed with statuscode: 301 (probed.io/expectStatus: [200])"},
-		{"body matches", "/body/ok", &HTTPCheck{Body: re(`^ok$`)}, results.Success, "ok"},
-		{"body mismatch", "/body/degraded", &HTTPCheck{Body: re(`^ok$`)}, results.Failure,
+		{"body matches", "/body/ok", &probespec.HTTPCheck{Body: re(`^ok$`)}, results.Success, "ok"},
+		{"body mismatch", "/body/degraded", &probespec.HTTPCheck{Body: re(`^ok$`)}, results.Failure,
 			`HTTP probe failed with statuscode: 200 (body does not match probed.io/expectBody "^ok$")`},
-		{"body on a failing status keeps the kubelet's text", "/status/500", &HTTPCheck{Body: re(`body`)}, results.Failure,
+		{"body on a failing status keeps the kubelet's text", "/status/500", &probespec.HTTPCheck{Body: re(`body`)}, results.Failure,
 			"HTTP probe failed with statuscode: 500"},
-		{"body check on a 3xx", "/status/301", &HTTPCheck{Body: re(`^nothing$`)}, results.Failure,
+		{"body check on a 3xx", "/status/301", &probespec.HTTPCheck{Body: re(`^nothing$`)}, results.Failure,
 			`HTTP probe failed with statuscode: 301 (body does not match probed.io/expectBody "^nothing$")`},
-		{"body check passes a 3xx as a warning", "/status/301", &HTTPCheck{Body: re(`301`)}, results.Success,
+		{"body check passes a 3xx as a warning", "/status/301", &probespec.HTTPCheck{Body: re(`301`)}, results.Success,
 			"Probe terminated redirects, Response body: body 301"},
-		{"both", "/status/204", &HTTPCheck{Status: []int{204}, Body: re(`^$`)}, results.Success, ""},
-		{"chunked body matches", "/chunked/ok", &HTTPCheck{Body: re(`^ok$`)}, results.Success, "ok"},
-		{"chunked body mismatch", "/chunked/no", &HTTPCheck{Body: re(`^ok$`)}, results.Failure,
+		{"both", "/status/204", &probespec.HTTPCheck{Status: []int{204}, Body: re(`^$`)}, results.Success, ""},
+		{"chunked body matches", "/chunked/ok", &probespec.HTTPCheck{Body: re(`^ok$`)}, results.Success, "ok"},
+		{"chunked body mismatch", "/chunked/no", &probespec.HTTPCheck{Body: re(`^ok$`)}, results.Failure,
 			`HTTP probe failed with statuscode: 200 (body does not match probed.io/expectBody "^ok$")`},
-		{"only the first 10 KiB", "/big", &HTTPCheck{Body: re(`MARK`)}, results.Failure,
+		{"only the first 10 KiB", "/big", &probespec.HTTPCheck{Body: re(`MARK`)}, results.Failure,
 			`HTTP probe failed with statuscode: 200 (body does not match probed.io/expectBody "MARK")`},
-		{"the first 10 KiB", "/big", &HTTPCheck{Body: re(`^a+$`)}, results.Success, big},
+		{"the first 10 KiB", "/big", &probespec.HTTPCheck{Body: re(`^a+$`)}, results.Success, big},
 	}
 	p := New(nil, Options{})
 	for _, tc := range cases {
@@ -76,7 +77,7 @@ func TestHTTPCheck(t *testing.T) {
 			var sink recordingSink
 			target := Target{PodIP: "127.0.0.1", HTTPCheck: tc.check, Session: NewSession()}
 			defer target.Session.Close()
-			res, out, err := p.Probe(context.Background(), Readiness, httpSpec(tc.path, port), target, &sink)
+			res, out, err := p.Probe(context.Background(), probespec.Readiness, httpSpec(tc.path, port), target, &sink)
 			if err != nil {
 				t.Fatalf("error: %v", err)
 			}
@@ -90,26 +91,5 @@ func TestHTTPCheck(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestHTTPCheckEqual(t *testing.T) {
-	a := &HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok")}
-	for _, tc := range []struct {
-		b    *HTTPCheck
-		want bool
-	}{
-		{&HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok")}, true},
-		{&HTTPCheck{Status: []int{200}}, false},
-		{&HTTPCheck{Status: []int{204}, Body: regexp.MustCompile("ok")}, false},
-		{&HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok$")}, false},
-		{nil, false},
-	} {
-		if got := a.Equal(tc.b); got != tc.want {
-			t.Errorf("Equal(%v) = %v; want %v", tc.b, got, tc.want)
-		}
-	}
-	if !(*HTTPCheck)(nil).Equal(nil) {
-		t.Error("nil != nil")
 	}
 }

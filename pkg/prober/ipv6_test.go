@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -59,7 +60,7 @@ func TestIPv6PodIP(t *testing.T) {
 	p := New(nil, Options{})
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {
-			res, out, err := p.Probe(context.Background(), Readiness, spec, Target{PodIP: "::1"}, nil)
+			res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, Target{PodIP: "::1"}, nil)
 			if res != results.Success || err != nil {
 				t.Errorf("Probe = %v, %q, %v", res, out, err)
 			}

@@ -1,6 +1,10 @@
 package prober
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+)
 
 // DefaultUserAgentVersion is the Kubernetes minor release probed mimics in
 // the User-Agent of its HTTP and gRPC probes when the node's kubelet version
@@ -17,7 +21,7 @@ type Options struct {
 	// HostGuard applies --probe-host-policy to every connection of an
 	// httpGet, tcpSocket or grpc probe, redirects included. Nil checks
 	// nothing, as the kubelet does.
-	HostGuard *HostGuard
+	HostGuard *hostpolicy.Guard
 	// TCPClose is how tcpSocket probes close their connection (--tcp-probe-close).
 	// Empty means TCPCloseFIN.
 	TCPClose TCPCloseMode

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -31,7 +33,7 @@ type Prober struct {
 	http   *httpProber
 	tcp    *tcpProber
 	grpc   *grpcProber
-	guard  *HostGuard
+	guard  *hostpolicy.Guard
 }
 
 // New returns a Prober. runner carries out exec probes; it may be nil when
@@ -63,9 +65,9 @@ func New(runner CommandRunner, opts Options) *Prober {
 // If ctx ends during the probe the caller is going away: Probe then returns
 // Failure and ctx's error and emits nothing, since the container is not at fault.
 //
-// A network probe whose address the host policy refuses (see HostGuard) is
+// A network probe whose address the host policy refuses (see hostpolicy.Guard) is
 // not sent: it errors, once, with the refusal (a *RefusedError in the chain).
-func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
+func (p *Prober) Probe(ctx context.Context, probeType probespec.ProbeType, spec *v1.Probe, target Target, events EventSink) (results.Result, string, error) {
 	if spec == nil {
 		return results.Success, "", nil
 	}
@@ -78,7 +80,7 @@ func (p *Prober) Probe(ctx context.Context, probeType ProbeType, spec *v1.Probe,
 
 // judge maps a handler outcome to a container result and its event, as the
 // kubelet's prober.probe does.
-func judge(probeType ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
+func judge(probeType probespec.ProbeType, result Result, output string, err error, containerID string, events EventSink) (results.Result, string, error) {
 	if err != nil && isThrottled(err) {
 		// Not the container's doing: no event on its pod; the worker logs
 		// and discards it, and the runtime's metrics count it.
@@ -123,7 +125,7 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 		// A refusal by the host policy, or of another pod's container,
 		// would only be refused again; a throttled exec would only queue
 		// again.
-		if err == nil || ctx.Err() != nil || isRefused(err) || isOwnerMismatch(err) || isThrottled(err) {
+		if err == nil || ctx.Err() != nil || hostpolicy.IsRefused(err) || isOwnerMismatch(err) || isThrottled(err) {
 			break
 		}
 	}

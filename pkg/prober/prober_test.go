@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -103,7 +104,7 @@ func TestProbeRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &fakeRunner{fn: tc.fn}
 			sink := &recordingSink{}
-			res, out, err := New(r, Options{}).Probe(context.Background(), Liveness, execSpec("check"), Target{ContainerID: "c1"}, sink)
+			res, out, err := New(r, Options{}).Probe(context.Background(), probespec.Liveness, execSpec("check"), Target{ContainerID: "c1"}, sink)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
 				t.Fatalf("err = %v; want %v", err, tc.wantErr)
 			}
@@ -132,23 +133,23 @@ func TestJudge(t *testing.T) {
 	boom := errors.New("boom")
 	cases := []struct {
 		name       string
-		typ        ProbeType
+		typ        probespec.ProbeType
 		result     Result
 		output     string
 		err        error
 		wantResult results.Result
 		wantEvents []event
 	}{
-		{"success", Readiness, Success, "fine", nil, results.Success, nil},
-		{"warning", Readiness, Warning, "Probe terminated redirects, Response body: x", nil, results.Success,
+		{"success", probespec.Readiness, Success, "fine", nil, results.Success, nil},
+		{"warning", probespec.Readiness, Warning, "Probe terminated redirects, Response body: x", nil, results.Success,
 			[]event{{"Warning", "ProbeWarning", "Readiness probe warning: Probe terminated redirects, Response body: x"}}},
-		{"failure", Startup, Failure, "HTTP probe failed with statuscode: 500", nil, results.Failure,
+		{"failure", probespec.Startup, Failure, "HTTP probe failed with statuscode: 500", nil, results.Failure,
 			[]event{{"Warning", "Unhealthy", "Startup probe failed: HTTP probe failed with statuscode: 500"}}},
-		{"unknown without error", Liveness, Unknown, "", nil, results.Failure, nil},
-		{"unsupported result", Liveness, Result("odd"), "", nil, results.Failure, nil},
-		{"error with unknown", Liveness, Unknown, "", boom, results.Failure,
+		{"unknown without error", probespec.Liveness, Unknown, "", nil, results.Failure, nil},
+		{"unsupported result", probespec.Liveness, Result("odd"), "", nil, results.Failure, nil},
+		{"error with unknown", probespec.Liveness, Unknown, "", boom, results.Failure,
 			[]event{{"Warning", "Unhealthy", "Liveness probe errored and resulted in unknown state: boom"}}},
-		{"error with failure", Readiness, Failure, "", boom, results.Failure,
+		{"error with failure", probespec.Readiness, Failure, "", boom, results.Failure,
 			[]event{{"Warning", "Unhealthy", "Readiness probe errored and resulted in failure state: boom"}}},
 	}
 	for _, tc := range cases {
@@ -164,7 +165,7 @@ func TestJudge(t *testing.T) {
 		})
 	}
 	// A nil sink is allowed.
-	if res, _, _ := judge(Liveness, Failure, "x", nil, "c1", nil); res != results.Failure {
+	if res, _, _ := judge(probespec.Liveness, Failure, "x", nil, "c1", nil); res != results.Failure {
 		t.Errorf("judge with nil sink = %v", res)
 	}
 }
@@ -177,7 +178,7 @@ func TestProbeWarningIsSuccess(t *testing.T) {
 		_, _ = w.Write([]byte("gone"))
 	}))
 	sink := &recordingSink{}
-	res, out, err := New(nil, Options{}).Probe(context.Background(), Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, sink)
+	res, out, err := New(nil, Options{}).Probe(context.Background(), probespec.Readiness, httpSpec("/", port), Target{PodIP: "127.0.0.1"}, sink)
 	if err != nil || res != results.Success || out != "Probe terminated redirects, Response body: gone" {
 		t.Fatalf("Probe = %v, %q, %v", res, out, err)
 	}
@@ -189,14 +190,14 @@ func TestProbeWarningIsSuccess(t *testing.T) {
 
 func TestProbeSpecs(t *testing.T) {
 	t.Run("nil spec is success", func(t *testing.T) {
-		res, out, err := New(nil, Options{}).Probe(context.Background(), Liveness, nil, Target{}, nil)
+		res, out, err := New(nil, Options{}).Probe(context.Background(), probespec.Liveness, nil, Target{}, nil)
 		if res != results.Success || out != "" || err != nil {
 			t.Errorf("Probe = %v, %q, %v", res, out, err)
 		}
 	})
 	t.Run("no handler errors", func(t *testing.T) {
 		sink := &recordingSink{}
-		res, _, err := New(nil, Options{}).Probe(context.Background(), Startup, &v1.Probe{}, Target{}, sink)
+		res, _, err := New(nil, Options{}).Probe(context.Background(), probespec.Startup, &v1.Probe{}, Target{}, sink)
 		if res != results.Failure || !errors.Is(err, errNoHandler) {
 			t.Errorf("Probe = %v, %v", res, err)
 		}
@@ -209,7 +210,7 @@ func TestProbeSpecs(t *testing.T) {
 		r := &fakeRunner{fn: func(int) ([]byte, int, error) { return []byte("exec"), 0, nil }}
 		spec := execSpec("true")
 		spec.TCPSocket = &v1.TCPSocketAction{Port: intstr.FromInt32(1)}
-		_, out, err := New(r, Options{}).Probe(context.Background(), Liveness, spec, Target{}, nil)
+		_, out, err := New(r, Options{}).Probe(context.Background(), probespec.Liveness, spec, Target{}, nil)
 		if err != nil || out != "exec" {
 			t.Errorf("Probe = %q, %v", out, err)
 		}
@@ -222,7 +223,7 @@ func TestProbeSpecs(t *testing.T) {
 		})
 		spec := execSpec("true")
 		spec.TimeoutSeconds = 0
-		_, _, _ = New(r, Options{}).Probe(context.Background(), Liveness, spec, Target{}, nil)
+		_, _, _ = New(r, Options{}).Probe(context.Background(), probespec.Liveness, spec, Target{}, nil)
 		if got != time.Second {
 			t.Errorf("timeout = %v; want 1s", got)
 		}
@@ -230,7 +231,7 @@ func TestProbeSpecs(t *testing.T) {
 	t.Run("expanded command reaches the runner", func(t *testing.T) {
 		r := &fakeRunner{fn: func(int) ([]byte, int, error) { return nil, 0, nil }}
 		target := Target{Env: []v1.EnvVar{{Name: "F", Value: "/tmp/healthy"}}}
-		_, _, _ = New(r, Options{}).Probe(context.Background(), Liveness, execSpec("cat", "$(F)"), target, nil)
+		_, _, _ = New(r, Options{}).Probe(context.Background(), probespec.Liveness, execSpec("cat", "$(F)"), target, nil)
 		if want := [][]string{{"cat", "/tmp/healthy"}}; !reflect.DeepEqual(r.cmds, want) {
 			t.Errorf("cmds = %q; want %q", r.cmds, want)
 		}
@@ -246,7 +247,7 @@ func TestProbeCancelledStopsRetrying(t *testing.T) {
 		return nil, 0, context.Canceled
 	}}
 	sink := &recordingSink{}
-	res, _, err := New(r, Options{}).Probe(ctx, Liveness, execSpec("true"), Target{}, sink)
+	res, _, err := New(r, Options{}).Probe(ctx, probespec.Liveness, execSpec("true"), Target{}, sink)
 	if res != results.Failure || !errors.Is(err, context.Canceled) {
 		t.Errorf("Probe = %v, %v", res, err)
 	}

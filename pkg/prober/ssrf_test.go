@@ -18,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -66,11 +68,19 @@ func (c *countingListener) url(path string) string {
 	return "http://" + net.JoinHostPort(c.ip, strconv.Itoa(c.port)) + path
 }
 
-func guardFor(policy HostPolicy, node ...string) *HostGuard {
-	return NewHostGuard(policy, HostGuardOptions{InterfaceAddrs: staticAddrs(node...)})
+// addrs parses IP literals; staticAddrs is an InterfaceAddrs that returns
+// a fixed list.
+func addrs(s ...string) []netip.Addr { return hostpolicy.ParsePodIPs(s...) }
+
+func staticAddrs(s ...string) func() ([]netip.Addr, error) {
+	return func() ([]netip.Addr, error) { return addrs(s...), nil }
 }
 
-func proberWith(g *HostGuard) *Prober { return New(nil, Options{HostGuard: g}) }
+func guardFor(policy hostpolicy.Policy, node ...string) *hostpolicy.Guard {
+	return hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{InterfaceAddrs: staticAddrs(node...)})
+}
+
+func proberWith(g *hostpolicy.Guard) *Prober { return New(nil, Options{HostGuard: g}) }
 
 func httpGet(host, path string, port int) *v1.Probe {
 	return &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{
@@ -92,8 +102,8 @@ func expectRefused(t *testing.T, p *Prober, spec *v1.Probe, target Target, reaso
 	t.Helper()
 	sink := &recordingSink{}
 	start := time.Now()
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
-	if err == nil || !isRefused(err) {
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
+	if err == nil || !hostpolicy.IsRefused(err) {
 		t.Fatalf("Probe = %v, %q, %v; want a host policy refusal", res, out, err)
 	}
 	if res != results.Failure {
@@ -115,7 +125,7 @@ func expectRefused(t *testing.T, p *Prober, spec *v1.Probe, target Target, reaso
 
 func expectSuccess(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 	t.Helper()
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, nil)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, nil)
 	if err != nil || res != results.Success {
 		t.Fatalf("Probe = %v, %q, %v; want Success", res, out, err)
 	}
@@ -126,7 +136,7 @@ func expectSuccess(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 func expectRedirectNotFollowed(t *testing.T, p *Prober, spec *v1.Probe, target Target) {
 	t.Helper()
 	sink := &recordingSink{}
-	res, out, err := p.Probe(context.Background(), Readiness, spec, target, sink)
+	res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
 	if err != nil || res != results.Success || !strings.Contains(out, "Probe terminated redirects") {
 		t.Fatalf("Probe = %v, %q, %v; want the kubelet's non-local redirect warning", res, out, err)
 	}
@@ -136,7 +146,7 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
 	local := listenCounting(t, "127.0.0.1")
-	p := proberWith(guardFor(HostPolicyDenyNodeLocal))
+	p := proberWith(guardFor(hostpolicy.DenyNodeLocal))
 
 	t.Run("pod IP allowed", func(t *testing.T) {
 		expectSuccess(t, p, httpGet("", "/", pod.port), podTarget)
@@ -192,7 +202,7 @@ func TestSSRFDenyNodeLocal(t *testing.T) {
 // TestSSRFNodeAddress: the node's own interface addresses are refused, read
 // from the real interfaces. Nothing needs to listen: a refusal never dials.
 func TestSSRFNodeAddress(t *testing.T) {
-	ifAddrs, err := InterfaceAddrs()
+	ifAddrs, err := hostpolicy.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +213,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 			break
 		}
 	}
-	p := proberWith(NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{
+	p := proberWith(hostpolicy.NewGuard(hostpolicy.DenyNodeLocal, hostpolicy.GuardOptions{
 		NodeAddrs: func(context.Context) ([]netip.Addr, error) { return addrs("198.51.100.7"), nil },
 	}))
 	p.guard.Refresh(context.Background())
@@ -214,7 +224,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 	}
 	expectRefused(t, p, tcpSocket(own.String(), 9), podTarget, own.String()+" is an address of this node")
 	// A hostNetwork pod's IP is the node's: its own IP is still allowed.
-	if err := p.guard.CheckHost(own.String(), ParsePodIPs(own.String())); err != nil {
+	if err := p.guard.CheckHost(own.String(), hostpolicy.ParsePodIPs(own.String())); err != nil {
 		t.Errorf("hostNetwork pod's own IP refused: %v", err)
 	}
 }
@@ -222,7 +232,7 @@ func TestSSRFNodeAddress(t *testing.T) {
 func TestSSRFPodIPsPolicy(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
-	p := proberWith(guardFor(HostPolicyPodIPs))
+	p := proberWith(guardFor(hostpolicy.PodIPs))
 	expectSuccess(t, p, httpGet("", "/", pod.port), podTarget)
 	expectSuccess(t, p, tcpSocket(podIP, pod.port), podTarget)
 	// A routable address that is not the pod's: refused before any dial, so
@@ -241,14 +251,14 @@ func TestSSRFKubeletPolicy(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	node := listenCounting(t, nodeSvc)
 	local := listenCounting(t, "127.0.0.1")
-	for _, g := range []*HostGuard{guardFor(HostPolicyKubelet), nil} {
+	for _, g := range []*hostpolicy.Guard{guardFor(hostpolicy.Kubelet), nil} {
 		p := proberWith(g)
 		expectSuccess(t, p, httpGet(nodeSvc, "/", node.port), podTarget)
 		expectSuccess(t, p, tcpSocket(nodeSvc, node.port), podTarget)
 		expectSuccess(t, p, httpGet("localhost", "/", local.port), podTarget)
 		// As the kubelet: a redirect to another host is not followed; a warning.
 		sink := &recordingSink{}
-		res, _, err := p.Probe(context.Background(), Readiness, httpGet("", "/redirect?to="+local.url("/"), pod.port), podTarget, sink)
+		res, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet("", "/redirect?to="+local.url("/"), pod.port), podTarget, sink)
 		if err != nil || res != results.Success || len(sink.all()) != 1 || sink.all()[0].Reason != ReasonProbeWarning {
 			t.Errorf("redirect elsewhere = %v, %v, %+v; want Success with a ProbeWarning", res, err, sink.all())
 		}
@@ -269,12 +279,12 @@ func TestSSRFGRPC(t *testing.T) {
 	defer s.Stop()
 	port := ln.Addr().(*net.TCPAddr).Port
 	spec := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: int32(port)}}}
-	for _, policy := range []HostPolicy{HostPolicyDenyNodeLocal, HostPolicyPodIPs, HostPolicyKubelet} {
+	for _, policy := range []hostpolicy.Policy{hostpolicy.DenyNodeLocal, hostpolicy.PodIPs, hostpolicy.Kubelet} {
 		t.Run(string(policy), func(t *testing.T) {
 			p := proberWith(guardFor(policy))
 			// gRPC has no host: the pod IP, which every policy allows.
 			expectSuccess(t, p, spec, podTarget)
-			if policy != HostPolicyKubelet {
+			if policy != hostpolicy.Kubelet {
 				// The pod IP path is checked all the same: no pod IP would dial this node.
 				expectRefused(t, p, spec, Target{}, "no host and no pod IP")
 			}
@@ -289,10 +299,10 @@ func TestSSRFGRPC(t *testing.T) {
 func TestDialerChecksEveryDial(t *testing.T) {
 	pod := listenCounting(t, podIP)
 	addr := net.JoinHostPort(podIP, strconv.Itoa(pod.port))
-	g := guardFor(HostPolicyDenyNodeLocal)
+	g := guardFor(hostpolicy.DenyNodeLocal)
 	for _, linger := range []bool{false, true} {
 		other := scopeOf(g, Target{PodIP: "10.0.0.9"})
-		if c, err := other.dialer(linger).DialContext(context.Background(), "tcp", addr); !isRefused(err) {
+		if c, err := other.dialer(linger).DialContext(context.Background(), "tcp", addr); !hostpolicy.IsRefused(err) {
 			if c != nil {
 				_ = c.Close()
 			}
@@ -318,21 +328,21 @@ func TestDialerChecksEveryDial(t *testing.T) {
 func TestSSRFConcurrentPods(t *testing.T) {
 	a := listenCounting(t, "127.0.0.21")
 	b := listenCounting(t, "127.0.0.22")
-	p := proberWith(guardFor(HostPolicyDenyNodeLocal))
+	p := proberWith(guardFor(hostpolicy.DenyNodeLocal))
 	targetA := Target{PodIP: a.ip, PodIPs: []string{a.ip}}
 	errs := make(chan error, 40)
 	for i := range 20 {
 		go func() {
 			// Pod A probing pod B's address: refused, every time.
-			_, _, err := p.Probe(context.Background(), Readiness, httpGet(b.ip, "/", b.port), targetA, nil)
-			if !isRefused(err) {
+			_, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet(b.ip, "/", b.port), targetA, nil)
+			if !hostpolicy.IsRefused(err) {
 				errs <- fmt.Errorf("probe %d of B from A: %v", i, err)
 				return
 			}
 			errs <- nil
 		}()
 		go func() {
-			res, _, err := p.Probe(context.Background(), Readiness, httpGet("", "/", a.port), targetA, nil)
+			res, _, err := p.Probe(context.Background(), probespec.Readiness, httpGet("", "/", a.port), targetA, nil)
 			if err != nil || res != results.Success {
 				errs <- fmt.Errorf("probe %d of A: %v %v", i, res, err)
 				return

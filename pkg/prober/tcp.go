@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // tcpProber checks that a TCP connection can be opened, then closes it, as
@@ -15,7 +17,7 @@ import (
 // kubelet's SO_LINGER, so it does not block the goroutine (see
 // scope.dialer), or with --tcp-probe-close=rst a reset.
 type tcpProber struct {
-	guard *HostGuard
+	guard *hostpolicy.Guard
 	rst   bool
 }
 
@@ -44,7 +46,7 @@ func (p *tcpProber) run(ctx context.Context, action *v1.TCPSocketAction, target 
 	defer cancel()
 	conn, err := sc.dialer(false).DialContext(ctx, "tcp", addr)
 	if err != nil {
-		if isRefused(err) {
+		if hostpolicy.IsRefused(err) {
 			return Unknown, "", err
 		}
 		return Failure, err.Error(), nil

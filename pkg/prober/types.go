@@ -8,29 +8,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/probespec"
 )
-
-// ProbeType names which of a container's probes is running.
-type ProbeType int
-
-const (
-	Liveness ProbeType = iota
-	Readiness
-	Startup
-)
-
-// String gives the kubelet's spelling, used in events and metric labels.
-func (t ProbeType) String() string {
-	switch t {
-	case Liveness:
-		return "Liveness"
-	case Readiness:
-		return "Readiness"
-	case Startup:
-		return "Startup"
-	}
-	return "Unknown"
-}
 
 // Result is the outcome of one handler call, as in k8s.io/kubernetes/pkg/probe.
 type Result string
@@ -65,7 +45,7 @@ type Target struct {
 	// PodIP is the default host for network probes.
 	PodIP string
 	// PodIPs are all of the pod's IPs (status.podIPs). With PodIP they are
-	// the addresses the host policy always allows; see HostGuard.
+	// the addresses the host policy always allows; see hostpolicy.Guard.
 	PodIPs []string
 	// PodIPsVerified: PodIPs are the pod's own addresses as the node
 	// vouches for them (the runtime's sandbox IPs, or a hostNetwork pod's
@@ -86,7 +66,7 @@ type Target struct {
 	// HTTPCheck is an httpGet probe's response checks (the annotation's
 	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
 	// kubelet's rule.
-	HTTPCheck *HTTPCheck
+	HTTPCheck *probespec.HTTPCheck
 	// Timeout replaces the spec's timeoutSeconds when positive (the
 	// annotation's "probed.io/timeoutMilliseconds").
 	Timeout time.Duration

@@ -9,8 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // Adoption: handing a workload's spec probes to probed (the admission
@@ -96,10 +94,10 @@ func AdoptWith(meta *metav1.ObjectMeta, spec *v1.PodSpec, opts AdoptOptions) (Ad
 	var slots []adoptSlot
 	add := func(c *v1.Container, sidecar bool) {
 		for _, s := range []struct {
-			typ   prober.ProbeType
+			typ   ProbeType
 			field string
 			probe **v1.Probe
-		}{{prober.Liveness, "livenessProbe", &c.LivenessProbe}, {prober.Readiness, "readinessProbe", &c.ReadinessProbe}, {prober.Startup, "startupProbe", &c.StartupProbe}} {
+		}{{Liveness, "livenessProbe", &c.LivenessProbe}, {Readiness, "readinessProbe", &c.ReadinessProbe}, {Startup, "startupProbe", &c.StartupProbe}} {
 			if *s.probe != nil {
 				slots = append(slots, adoptSlot{container: c, sidecar: sidecar, typ: s.typ, field: s.field, probe: s.probe})
 			}

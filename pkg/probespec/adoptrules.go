@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
 
@@ -29,7 +29,7 @@ type AdoptOptions struct {
 	// HostPolicy is the nodes' --probe-host-policy; "" is its default,
 	// deny-node-local. A probe whose host it refuses whatever the pod's IPs
 	// and the node's addresses stays with the kubelet.
-	HostPolicy prober.HostPolicy
+	HostPolicy hostpolicy.Policy
 	// RawSpec is the pod spec as the client sent it (JSON), if known. A
 	// probe holding a field that this build's API types do not keep as
 	// written stays with the kubelet, untouched. Nil checks nothing: a
@@ -55,7 +55,7 @@ func (l Left) String() string { return l.Probe + " stays with the kubelet: " + l
 type adoptSlot struct {
 	container *v1.Container
 	sidecar   bool
-	typ       prober.ProbeType
+	typ       ProbeType
 	field     string
 	probe     **v1.Probe
 }
@@ -83,7 +83,7 @@ type adoptJudge struct {
 	spec    *v1.PodSpec
 	opts    AdoptOptions
 	unknown map[string][]string
-	guard   *prober.HostGuard
+	guard   *hostpolicy.Guard
 	// left is, per container, the liveness or readiness probe already
 	// left with the kubelet (slots come liveness, readiness, startup).
 	left map[string]string
@@ -102,7 +102,7 @@ func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions, entries map[string]map[s
 	}
 	// The node's own addresses are not known at admission: the guard judges
 	// only what it refuses on every node.
-	j.guard = prober.NewHostGuard(opts.HostPolicy, prober.HostGuardOptions{
+	j.guard = hostpolicy.NewGuard(opts.HostPolicy, hostpolicy.GuardOptions{
 		InterfaceAddrs: func() ([]netip.Addr, error) { return nil, nil },
 	})
 	return j
@@ -112,7 +112,7 @@ func newAdoptJudge(spec *v1.PodSpec, opts AdoptOptions, entries map[string]map[s
 func (j *adoptJudge) leave(s adoptSlot) string {
 	for _, rule := range adoptRules {
 		if why := rule(j, s); why != "" {
-			if s.typ != prober.Startup && j.left[s.container.Name] == "" {
+			if s.typ != Startup && j.left[s.container.Name] == "" {
 				j.left[s.container.Name] = s.field
 			}
 			return why
@@ -160,7 +160,7 @@ func (j *adoptJudge) droppedAlphaField(s adoptSlot) string {
 // containers once a sidecar is started, i.e. once its startup probe has
 // succeeded; a startup probe it does not see counts as passed at once.
 func (j *adoptJudge) sidecarStartup(s adoptSlot) string {
-	if s.sidecar && s.typ == prober.Startup {
+	if s.sidecar && s.typ == Startup {
 		return "a sidecar's startup probe orders the pod's start-up, which only the kubelet does"
 	}
 	return ""
@@ -257,15 +257,15 @@ func tcpPort(p *v1.Probe) *intstr.IntOrString {
 // hostRefused: --probe-host-policy refuses the probe's host on every node.
 func (j *adoptJudge) hostRefused(s adoptSlot) string {
 	path, host := probeHostOf(*s.probe)
-	if host == "" || j.guard.Policy() == prober.HostPolicyKubelet {
+	if host == "" || j.guard.Policy() == hostpolicy.Kubelet {
 		return ""
 	}
 	refuse := func(err error) string {
 		return fmt.Sprintf("%s %q: %v", path, host, err)
 	}
-	if j.guard.Policy() == prober.HostPolicyPodIPs {
+	if j.guard.Policy() == hostpolicy.PodIPs {
 		// Only the pod's own IPs are allowed, and they are not known yet.
-		return refuse(fmt.Errorf("only the pod's own IPs are allowed, refused by --probe-host-policy=%s", prober.HostPolicyPodIPs))
+		return refuse(fmt.Errorf("only the pod's own IPs are allowed, refused by --probe-host-policy=%s", hostpolicy.PodIPs))
 	}
 	if isLocalhostName(host) {
 		a := netip.MustParseAddr("127.0.0.1")
@@ -361,7 +361,7 @@ func quoteList(fields []string) string {
 // the spec while the startup probe moved, the kubelet sees no startup
 // probe and runs it from the start (a slow starter's liveness kills it).
 func (j *adoptJudge) startupOfLeft(s adoptSlot) string {
-	if s.typ != prober.Startup || j.left[s.container.Name] == "" {
+	if s.typ != Startup || j.left[s.container.Name] == "" {
 		return ""
 	}
 	return fmt.Sprintf("the container's %s stays with the kubelet, which runs it only once the startup probe has passed", j.left[s.container.Name])

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // Each rule of adoptrules.go on its own: the probe stays in the spec,
@@ -80,7 +80,7 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 		{
 			name:   "any host under pod-ips",
 			mutate: func(s *v1.PodSpec) { s.Containers[0].ReadinessProbe = httpHost("db.example") },
-			opts:   AdoptOptions{HostPolicy: prober.HostPolicyPodIPs},
+			opts:   AdoptOptions{HostPolicy: hostpolicy.PodIPs},
 			left:   "app/readinessProbe", reason: "only the pod's own IPs",
 		},
 		{
@@ -123,7 +123,7 @@ func TestAdoptLeavesWhatProbedWouldNotRunAsTheKubelet(t *testing.T) {
 		{
 			name:   "loopback under the kubelet policy: Pod Security decides",
 			mutate: func(s *v1.PodSpec) { s.Containers[0].LivenessProbe = httpHost("127.0.0.1") },
-			opts:   AdoptOptions{HostPolicy: prober.HostPolicyKubelet},
+			opts:   AdoptOptions{HostPolicy: hostpolicy.Kubelet},
 			left:   "app/livenessProbe", reason: "Pod Security",
 		},
 		{

@@ -3,11 +3,10 @@ package probespec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // The response checks of an httpGet probe: probed's own fields, beside
@@ -25,9 +24,33 @@ const (
 	maxStatusCode = 599
 )
 
+// HTTPCheck is what an httpGet probe's response must look like to pass,
+// beyond or instead of the kubelet's rule (the annotation's
+// "probed.io/expectStatus" and "probed.io/expectBody"); the prober's
+// httpOutcome applies it. A nil *HTTPCheck is the kubelet's rule alone.
+type HTTPCheck struct {
+	// Status lists the status codes that pass, replacing the kubelet's
+	// 200–399; empty keeps that rule.
+	Status []int
+	// Body, when set, must match the first 10 KiB of the body (the
+	// prober's MaxOutputBytes).
+	Body *regexp.Regexp
+}
+
+// Equal reports whether c and o check the same things.
+func (c *HTTPCheck) Equal(o *HTTPCheck) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	if !slices.Equal(c.Status, o.Status) || (c.Body == nil) != (o.Body == nil) {
+		return false
+	}
+	return c.Body == nil || c.Body.String() == o.Body.String()
+}
+
 // checkHTTPCheck validates a probe's response checks (nil: absent) and
 // compiles them; nil when neither is set.
-func checkHTTPCheck(p *v1.Probe, status []int, body *string, path *field.Path) (*prober.HTTPCheck, field.ErrorList) {
+func checkHTTPCheck(p *v1.Probe, status []int, body *string, path *field.Path) (*HTTPCheck, field.ErrorList) {
 	if status == nil && body == nil {
 		return nil, nil
 	}
@@ -41,7 +64,7 @@ func checkHTTPCheck(p *v1.Probe, status []int, body *string, path *field.Path) (
 		}
 		return nil, errs
 	}
-	check := &prober.HTTPCheck{}
+	check := &HTTPCheck{}
 	if status != nil {
 		if len(status) == 0 {
 			errs = append(errs, field.Required(path.Child(ExpectStatusField), "must list at least one status code"))

@@ -2,6 +2,7 @@ package probespec
 
 import (
 	"reflect"
+	"regexp"
 	"testing"
 )
 
@@ -104,5 +105,26 @@ func TestSameExtensionsHTTPCheck(t *testing.T) {
 		if SameExtensions(base, decl(other)) {
 			t.Errorf("%q is the same as the base", other)
 		}
+	}
+}
+
+func TestHTTPCheckEqual(t *testing.T) {
+	a := &HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok")}
+	for _, tc := range []struct {
+		b    *HTTPCheck
+		want bool
+	}{
+		{&HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok")}, true},
+		{&HTTPCheck{Status: []int{200}}, false},
+		{&HTTPCheck{Status: []int{204}, Body: regexp.MustCompile("ok")}, false},
+		{&HTTPCheck{Status: []int{200}, Body: regexp.MustCompile("ok$")}, false},
+		{nil, false},
+	} {
+		if got := a.Equal(tc.b); got != tc.want {
+			t.Errorf("Equal(%v) = %v; want %v", tc.b, got, tc.want)
+		}
+	}
+	if !(*HTTPCheck)(nil).Equal(nil) {
+		t.Error("nil != nil")
 	}
 }

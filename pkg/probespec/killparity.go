@@ -7,15 +7,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
 
 // killParityGap says how a liveness or startup kill of c by probed would
 // not lead to the restart the kubelet's own kill leads to
 // (restartpolicy.KillParity), or "" when it would.
-func killParityGap(spec *v1.PodSpec, c *v1.Container, t prober.ProbeType) string {
-	if t == prober.Readiness || restartpolicy.KillParity(spec, c) {
+func killParityGap(spec *v1.PodSpec, c *v1.Container, t ProbeType) string {
+	if t == Readiness || restartpolicy.KillParity(spec, c) {
 		return ""
 	}
 	policy := string(spec.RestartPolicy)
@@ -38,7 +37,7 @@ func killParityGap(spec *v1.PodSpec, c *v1.Container, t prober.ProbeType) string
 // the same probe from the pod spec, restarts it. Adoption leaves such spec
 // probes with the kubelet; in the annotation there is no kubelet to leave
 // them to, so the fix is to declare the probe in the pod spec.
-func checkKillParity(spec *v1.PodSpec, c *v1.Container, t prober.ProbeType, path *field.Path) field.ErrorList {
+func checkKillParity(spec *v1.PodSpec, c *v1.Container, t ProbeType, path *field.Path) field.ErrorList {
 	gap := killParityGap(spec, c, t)
 	if gap == "" {
 		return nil

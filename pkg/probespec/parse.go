@@ -12,13 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // annotationEntry is one annotation key's probes, by type. A nil or
 // missing probe is not declared.
-type annotationEntry map[prober.ProbeType]*annotatedProbe
+type annotationEntry map[ProbeType]*annotatedProbe
 
 // KeepAliveField is the probe field, beside core/v1 Probe's own, that opts
 // an httpGet or grpc probe into reusing its connection between runs.

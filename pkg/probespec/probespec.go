@@ -26,8 +26,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // ProbesAnnotation is the pod annotation that declares probed's probes.
@@ -101,7 +99,7 @@ type DeclaredProbe struct {
 	// InitContainer is true for a sidecar: an init container with restartPolicy Always.
 	InitContainer bool
 	// Type is the probe type.
-	Type prober.ProbeType
+	Type ProbeType
 	// Probe is a deep copy, defaulted as the API does and valid. Named ports
 	// are left as declared (the prober resolves them); they are known to
 	// resolve against Container.Ports.
@@ -114,7 +112,7 @@ type DeclaredProbe struct {
 	KeepAlive bool
 	// HTTPCheck is the annotation's "probed.io/expectStatus" and
 	// "probed.io/expectBody" (httpGet only), compiled; nil when neither is set.
-	HTTPCheck *prober.HTTPCheck
+	HTTPCheck *HTTPCheck
 	// Period and Timeout are the annotation's "probed.io/periodMilliseconds"
 	// and "probed.io/timeoutMilliseconds"; zero: the probe's own seconds.
 	Period, Timeout time.Duration
@@ -144,7 +142,7 @@ type ProbeProblem struct {
 	// Container is the container name (the annotation key), or "" for the whole annotation.
 	Container string
 	// Type is the probe type, or nil for a problem with the annotation or one of its keys.
-	Type *prober.ProbeType
+	Type *ProbeType
 	// Field is the path of the offending field inside the probe, e.g. "httpGet.port".
 	Field string
 	// Detail is what is wrong, e.g. `Invalid value: "metrics": no container port named "metrics"`.
@@ -180,17 +178,17 @@ func (p ProbeProblem) String() string {
 // probeTypes lists the probe types in output order, with their API field
 // names and where the pod spec keeps them.
 var probeTypes = []struct {
-	typ    prober.ProbeType
+	typ    ProbeType
 	field  string
 	specOf func(*v1.Container) *v1.Probe
 }{
-	{prober.Liveness, "livenessProbe", func(c *v1.Container) *v1.Probe { return c.LivenessProbe }},
-	{prober.Readiness, "readinessProbe", func(c *v1.Container) *v1.Probe { return c.ReadinessProbe }},
-	{prober.Startup, "startupProbe", func(c *v1.Container) *v1.Probe { return c.StartupProbe }},
+	{Liveness, "livenessProbe", func(c *v1.Container) *v1.Probe { return c.LivenessProbe }},
+	{Readiness, "readinessProbe", func(c *v1.Container) *v1.Probe { return c.ReadinessProbe }},
+	{Startup, "startupProbe", func(c *v1.Container) *v1.Probe { return c.StartupProbe }},
 }
 
 // probeFieldName returns the container field name of a probe type, e.g. "readinessProbe".
-func probeFieldName(t prober.ProbeType) string {
+func probeFieldName(t ProbeType) string {
 	for _, pt := range probeTypes {
 		if pt.typ == t {
 			return pt.field

@@ -10,8 +10,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // testPod has, in spec order:
@@ -145,7 +143,7 @@ app:
 				t.Fatalf("problems: %q", problemStrings(problems))
 			}
 			want := []*v1.Probe{wantLiveness, wantReadiness, wantStartup}
-			types := []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
+			types := []ProbeType{Liveness, Readiness, Startup}
 			if len(got) != len(want) {
 				t.Fatalf("got %d probes %q, want 3", len(got), probeKeysOf(got))
 			}
@@ -376,13 +374,13 @@ func TestValidateProbeRequiresHTTPPath(t *testing.T) {
 	// Defaulting always sets a path, so only an undefaulted probe shows the API's rule.
 	p := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(80), Scheme: v1.URISchemeHTTP}},
 		PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3}
-	errs := validateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
+	errs := validateProbe(p, Readiness, &v1.Container{Name: "app"})
 	if len(errs) != 1 || errs[0].Error() != "readinessProbe.httpGet.path: Required value" {
 		t.Fatalf("errs = %v", errs)
 	}
 	p.HTTPGet.Port = intstr.IntOrString{Type: 7}
 	p.HTTPGet.Path = "/"
-	errs = validateProbe(p, prober.Readiness, &v1.Container{Name: "app"})
+	errs = validateProbe(p, Readiness, &v1.Container{Name: "app"})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "unknown port type 7") {
 		t.Fatalf("errs = %v", errs)
 	}
@@ -764,9 +762,9 @@ func TestParseProbeSource(t *testing.T) {
 }
 
 func TestProbeProblemString(t *testing.T) {
-	readiness := prober.Readiness
-	startup := prober.Startup
-	unknown := prober.ProbeType(42)
+	readiness := Readiness
+	startup := Startup
+	unknown := ProbeType(42)
 	for _, tc := range []struct {
 		p    ProbeProblem
 		want string

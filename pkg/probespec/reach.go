@@ -29,8 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // ApprovedReachAnnotation records what the pod's probes may run or reach
@@ -51,7 +49,7 @@ const reachVersion = "v1"
 // probeReach is one probe's reach.
 type probeReach struct {
 	container string
-	typ       prober.ProbeType
+	typ       ProbeType
 	digest    string
 	// fields names what makes up the reach, e.g. "exec.command", "httpGet.host".
 	fields []string

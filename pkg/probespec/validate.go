@@ -19,14 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // probeInput is what a rule checks: one defaulted probe of one container.
 type probeInput struct {
 	probe     *v1.Probe
-	typ       prober.ProbeType
+	typ       ProbeType
 	container *v1.Container
 	path      *field.Path // the probe itself, e.g. "readinessProbe"
 }
@@ -35,19 +33,19 @@ type probeInput struct {
 // (nil: every type). The order is the API's, so errors come out as it lists them.
 var probeRules = []struct {
 	name  string
-	types []prober.ProbeType
+	types []ProbeType
 	check func(in probeInput) field.ErrorList
 }{
 	{"exactly one valid handler", nil, checkHandler},
 	{"non-negative numbers", nil, checkCounts},
 	{"terminationGracePeriodSeconds > 0", nil, checkGracePeriodPositive},
-	{"successThreshold is 1", []prober.ProbeType{prober.Liveness, prober.Startup}, checkSuccessThresholdOne},
-	{"no terminationGracePeriodSeconds", []prober.ProbeType{prober.Readiness}, checkNoGracePeriod},
+	{"successThreshold is 1", []ProbeType{Liveness, Startup}, checkSuccessThresholdOne},
+	{"no terminationGracePeriodSeconds", []ProbeType{Readiness}, checkNoGracePeriod},
 }
 
 // validateProbe validates a defaulted probe of type t on container c.
 // Error paths start at the probe's own field name, e.g. "readinessProbe.httpGet.port".
-func validateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.ErrorList {
+func validateProbe(p *v1.Probe, t ProbeType, c *v1.Container) field.ErrorList {
 	in := probeInput{probe: p, typ: t, container: c, path: field.NewPath(probeFieldName(t))}
 	var errs field.ErrorList
 	for _, r := range probeRules {
@@ -60,7 +58,7 @@ func validateProbe(p *v1.Probe, t prober.ProbeType, c *v1.Container) field.Error
 
 // probeProblems turns validation errors into problems whose Field is
 // relative to the probe.
-func probeProblems(container string, t prober.ProbeType, fromAnnotation bool, errs field.ErrorList) []ProbeProblem {
+func probeProblems(container string, t ProbeType, fromAnnotation bool, errs field.ErrorList) []ProbeProblem {
 	root := probeFieldName(t)
 	out := make([]ProbeProblem, 0, len(errs))
 	for _, e := range errs {

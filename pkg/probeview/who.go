@@ -8,7 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/status"
 )
@@ -95,7 +94,7 @@ func ViewPod(pod *v1.Pod, probed map[string]*ProbedPod) PodView {
 	v.Probes = runners(pod, declared, problems)
 
 	gating := slices.ContainsFunc(declared, func(d probespec.DeclaredProbe) bool {
-		return d.Type == prober.Readiness || d.Type == prober.Startup
+		return d.Type == probespec.Readiness || d.Type == probespec.Startup
 	})
 	switch {
 	case v.Node == "":
@@ -144,7 +143,7 @@ func (v PodView) Unanswered() bool {
 func runners(pod *v1.Pod, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) []ProbeRunner {
 	type key struct {
 		container string
-		typ       prober.ProbeType
+		typ       probespec.ProbeType
 	}
 	annotated := map[key]Runner{}
 	for _, d := range declared {
@@ -167,9 +166,9 @@ func runners(pod *v1.Pod, declared []probespec.DeclaredProbe, problems []probesp
 	out := []ProbeRunner{}
 	for _, c := range containers {
 		for _, t := range []struct {
-			typ  prober.ProbeType
+			typ  probespec.ProbeType
 			spec *v1.Probe
-		}{{prober.Startup, c.StartupProbe}, {prober.Liveness, c.LivenessProbe}, {prober.Readiness, c.ReadinessProbe}} {
+		}{{probespec.Startup, c.StartupProbe}, {probespec.Liveness, c.LivenessProbe}, {probespec.Readiness, c.ReadinessProbe}} {
 			by, inAnnotation := annotated[key{c.Name, t.typ}]
 			switch {
 			case inAnnotation && t.spec != nil && by == RunByProbed:

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/worker"
 )
 
@@ -89,8 +89,8 @@ type episodeKey struct{ containerID, reason string }
 var _ worker.Killer = (*Killer)(nil)
 
 // Kill implements worker.Killer.
-func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
-	if probeType == prober.Liveness && k.Workloads != nil {
+func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error {
+	if probeType == probespec.Liveness && k.Workloads != nil {
 		if d := k.Workloads.Failing(pod, container.Name); d.Paused {
 			return k.deferKill(pod, container.Name, containerID, DeferWorkloadGuard, ReasonRestartsPaused, d.Message(), true)
 		}
@@ -108,7 +108,7 @@ func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container,
 }
 
 // budgetMessage is the RestartBudgetExceeded text: which budget is spent.
-func budgetMessage(b *Budget, v Verdict, namespace, container string, probeType prober.ProbeType) string {
+func budgetMessage(b *Budget, v Verdict, namespace, container string, probeType probespec.ProbeType) string {
 	what := fmt.Sprintf("restart of container %s after its %s probe failure deferred", container, strings.ToLower(probeType.String()))
 	if v.ShareSpent {
 		return fmt.Sprintf("namespace %s has spent its share of the node's restart budget (%s of %d per minute, split between %d namespaces restarting containers); %s",

@@ -19,7 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probed-dev/probed/internal/informertest"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -267,7 +267,7 @@ type fakeKiller struct {
 	kills []string
 }
 
-func (f *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, _ prober.ProbeType, _ *v1.Probe) error {
+func (f *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, _ probespec.ProbeType, _ *v1.Probe) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.kills = append(f.kills, pod.Name+"/"+c.Name)
@@ -324,18 +324,18 @@ func TestKillerBudget(t *testing.T) {
 	k := &Killer{Inner: inner, Budget: NewBudget(2, clk), Recorder: rec, Metrics: NewMetrics(reg), Clock: clk}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
-	kill := func(pod string, t prober.ProbeType) error {
+	kill := func(pod string, t probespec.ProbeType) error {
 		return k.Kill(ctx, ownedPod(pod, "", "", ""), app, "containerd://"+pod, t, &v1.Probe{})
 	}
-	if err := kill("a", prober.Liveness); err != nil {
+	if err := kill("a", probespec.Liveness); err != nil {
 		t.Fatal(err)
 	}
-	if err := kill("b", prober.Startup); err != nil {
+	if err := kill("b", probespec.Startup); err != nil {
 		t.Fatal(err)
 	}
 	// Over budget: deferred, reported once however often the worker retries.
 	for range 5 {
-		deferred(t, kill("c", prober.Liveness), DeferBudget, false)
+		deferred(t, kill("c", probespec.Liveness), DeferBudget, false)
 	}
 	evs := rec.byReason(ReasonRestartBudgetExceeded)
 	if len(evs) != 1 || evs[0].eventType != v1.EventTypeWarning || evs[0].container != "app" ||
@@ -350,14 +350,14 @@ func TestKillerBudget(t *testing.T) {
 	}
 	// 30s later a token is back; the retry goes through.
 	clk.Step(30 * time.Second)
-	if err := kill("c", prober.Liveness); err != nil {
+	if err := kill("c", probespec.Liveness); err != nil {
 		t.Fatalf("retry after refill: %v", err)
 	}
 	if inner.count() != 3 {
 		t.Fatalf("%d kills; want 3", inner.count())
 	}
 	// A later deferral of the same container is a new episode, reported anew.
-	deferred(t, kill("c", prober.Liveness), DeferBudget, false)
+	deferred(t, kill("c", probespec.Liveness), DeferBudget, false)
 	if n := len(rec.byReason(ReasonRestartBudgetExceeded)); n != 2 {
 		t.Errorf("%d budget events; want 2", n)
 	}
@@ -365,7 +365,7 @@ func TestKillerBudget(t *testing.T) {
 	clk.Step(11 * time.Minute)
 	k.Budget = NewBudget(1, clk)
 	k.Budget.Take("ns")
-	deferred(t, kill("c", prober.Liveness), DeferBudget, false)
+	deferred(t, kill("c", probespec.Liveness), DeferBudget, false)
 	if n := len(rec.byReason(ReasonRestartBudgetExceeded)); n != 3 {
 		t.Errorf("%d budget events; want 3", n)
 	}
@@ -381,15 +381,15 @@ func TestKillerWorkloadGuard(t *testing.T) {
 	web := []*v1.Pod{ps.add(rsPod("web-1")), ps.add(rsPod("web-2")), ps.add(rsPod("web-3"))}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
-	kill := func(p *v1.Pod, t prober.ProbeType) error {
+	kill := func(p *v1.Pod, t probespec.ProbeType) error {
 		return k.Kill(ctx, p, app, "containerd://"+p.Name, t, &v1.Probe{})
 	}
-	if err := kill(web[0], prober.Liveness); err != nil {
+	if err := kill(web[0], probespec.Liveness); err != nil {
 		t.Fatal(err)
 	}
 	// 2 of 3 failing: paused, and the kill is cancelled for a fresh probe.
-	deferred(t, kill(web[1], prober.Liveness), DeferWorkloadGuard, true)
-	deferred(t, kill(web[1], prober.Liveness), DeferWorkloadGuard, true)
+	deferred(t, kill(web[1], probespec.Liveness), DeferWorkloadGuard, true)
+	deferred(t, kill(web[1], probespec.Liveness), DeferWorkloadGuard, true)
 	evs := rec.byReason(ReasonRestartsPaused)
 	if len(evs) != 1 || evs[0].pod != "web-2" || evs[0].eventType != v1.EventTypeWarning ||
 		evs[0].message != "liveness failing on 2 of 3 pods of ReplicaSet ns/web on this node; pausing restarts" {
@@ -406,7 +406,7 @@ func TestKillerWorkloadGuard(t *testing.T) {
 		t.Errorf("budget left = %d; want 9", got)
 	}
 	// Startup failures are not the workload guard's business.
-	if err := kill(web[2], prober.Startup); err != nil {
+	if err := kill(web[2], probespec.Startup); err != nil {
 		t.Errorf("startup kill during a pause: %v", err)
 	}
 	// web-1 comes back healthy: the pause lifts and web-2's next attempt restarts it.
@@ -414,7 +414,7 @@ func TestKillerWorkloadGuard(t *testing.T) {
 	if got := testutil.ToFloat64(m.paused); got != 0 {
 		t.Errorf("paused workloads = %v after recovery; want 0", got)
 	}
-	if err := kill(web[1], prober.Liveness); err != nil {
+	if err := kill(web[1], probespec.Liveness); err != nil {
 		t.Fatalf("kill after the pause lifted: %v", err)
 	}
 	if want := []string{"web-1/app", "web-3/app", "web-2/app"}; strings.Join(inner.kills, ",") != strings.Join(want, ",") {

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // Issue 30, 9: namespace "loop" crash-loops 100 containers, whose kills the
@@ -36,11 +36,11 @@ func TestNamespaceLoopCannotExhaustAnothersRestarts(t *testing.T) {
 	for tick := time.Duration(0); tick <= 10*time.Minute && quietAt == 0; tick += 10 * time.Second {
 		clk.SetTime(epoch.Add(tick))
 		for _, p := range loop {
-			if !killed[p.Name] && k.Kill(ctx, p, app, "containerd://"+p.Name, prober.Liveness, &v1.Probe{}) == nil {
+			if !killed[p.Name] && k.Kill(ctx, p, app, "containerd://"+p.Name, probespec.Liveness, &v1.Probe{}) == nil {
 				killed[p.Name] = true
 			}
 		}
-		if tick >= 30*time.Second && k.Kill(ctx, quiet, app, "containerd://quiet", prober.Liveness, &v1.Probe{}) == nil {
+		if tick >= 30*time.Second && k.Kill(ctx, quiet, app, "containerd://quiet", probespec.Liveness, &v1.Probe{}) == nil {
 			quietAt = tick
 		}
 		if limit := 10 + int(tick/(6*time.Second)); inner.count() > limit {

@@ -14,7 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/probed-dev/probed/pkg/cri"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/worker"
 )
 
@@ -24,7 +24,7 @@ type flakyKiller struct {
 	calls    int
 }
 
-func (f *flakyKiller) Kill(context.Context, *v1.Pod, *v1.Container, string, prober.ProbeType, *v1.Probe) error {
+func (f *flakyKiller) Kill(context.Context, *v1.Pod, *v1.Container, string, probespec.ProbeType, *v1.Probe) error {
 	f.calls++
 	if f.calls <= f.failures {
 		return errors.New("runtime unavailable")
@@ -50,7 +50,7 @@ func TestFailedKillSpendsTheBudgetOncePerDecision(t *testing.T) {
 	app := &v1.Container{Name: "app"}
 	pod := nsPod("shop", "web")
 	for i := range 12 {
-		if err := k.Kill(ctx, pod, app, "containerd://web", prober.Liveness, &v1.Probe{}); err == nil || isDeferral(err) {
+		if err := k.Kill(ctx, pod, app, "containerd://web", probespec.Liveness, &v1.Probe{}); err == nil || isDeferral(err) {
 			t.Fatalf("attempt %d: %v, want the runtime's failure", i+1, err)
 		}
 		clk.Step(100 * time.Millisecond) // a fifth of a token in all
@@ -59,18 +59,18 @@ func TestFailedKillSpendsTheBudgetOncePerDecision(t *testing.T) {
 		t.Fatalf("12 attempts of one kill left %d of 10 restarts, want 9", got)
 	}
 	// Another pod's restart is not deferred.
-	if err := k.Kill(ctx, nsPod("shop", "db"), app, "containerd://db", prober.Liveness, &v1.Probe{}); err != nil {
+	if err := k.Kill(ctx, nsPod("shop", "db"), app, "containerd://db", probespec.Liveness, &v1.Probe{}); err != nil {
 		t.Fatalf("another pod's kill: %v", err)
 	}
 	// The retry that goes through takes nothing either.
-	if err := k.Kill(ctx, pod, app, "containerd://web", prober.Liveness, &v1.Probe{}); err != nil {
+	if err := k.Kill(ctx, pod, app, "containerd://web", probespec.Liveness, &v1.Probe{}); err != nil {
 		t.Fatalf("the last retry: %v", err)
 	}
 	if got := k.Budget.Available(); got != 8 {
 		t.Fatalf("budget left %d, want 8", got)
 	}
 	// A new decision on the same container (its stop did not take) spends anew.
-	if err := k.Kill(ctx, pod, app, "containerd://web", prober.Liveness, &v1.Probe{}); err != nil {
+	if err := k.Kill(ctx, pod, app, "containerd://web", probespec.Liveness, &v1.Probe{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := k.Budget.Available(); got != 7 {
@@ -111,7 +111,7 @@ func TestKillOfAGoneContainerSpendsOneToken(t *testing.T) {
 	attempts := 0
 	for range 15 {
 		attempts++
-		if err := k.Kill(ctx, nsPod("shop", "web"), app, "containerd://gone", prober.Liveness, &v1.Probe{}); err == nil {
+		if err := k.Kill(ctx, nsPod("shop", "web"), app, "containerd://gone", probespec.Liveness, &v1.Probe{}); err == nil {
 			break
 		}
 		clk.Step(time.Second)
@@ -125,7 +125,7 @@ func TestKillOfAGoneContainerSpendsOneToken(t *testing.T) {
 	if got := k.Budget.Available(); got != 9 {
 		t.Errorf("budget left %d of 10, want 9", got)
 	}
-	if err := k.Kill(ctx, nsPod("other", "db"), app, "containerd://db", prober.Liveness, &v1.Probe{}); err != nil {
+	if err := k.Kill(ctx, nsPod("other", "db"), app, "containerd://db", probespec.Liveness, &v1.Probe{}); err != nil {
 		t.Errorf("another namespace's kill: %v", err)
 	}
 	if evs := rec.byReason(ReasonRestartBudgetExceeded); len(evs) != 0 {

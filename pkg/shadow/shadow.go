@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/status"
 )
 
@@ -210,12 +211,5 @@ func containerOf(pod *v1.Pod, name string) (*v1.ContainerStatus, *v1.Container) 
 			}
 		}
 	}
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i], spec
-			}
-		}
-	}
-	return nil, spec
+	return containerstatus.Find(pod, name), spec
 }

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/probed-dev/probed/pkg/containerstatus"
 )
 
 // kubeletUnknownContainerStatuses is the kubelet's reason when a pod has no
@@ -28,7 +30,7 @@ type containerFlags struct{ ready, started bool }
 func setContainerStatus(pod *v1.Pod, s PodState, now metav1.Time) bool {
 	changed := false
 	for _, c := range s.Containers {
-		cs := findContainerStatus(pod, c.Name)
+		cs := containerstatus.Find(pod, c.Name)
 		if cs == nil {
 			continue // not created yet: there is nothing to mark
 		}
@@ -55,7 +57,7 @@ func setContainerStatus(pod *v1.Pod, s PodState, now metav1.Time) bool {
 func flagsOf(pod *v1.Pod, s PodState) map[string]containerFlags {
 	out := map[string]containerFlags{}
 	for _, c := range s.Containers {
-		if cs := findContainerStatus(pod, c.Name); cs != nil {
+		if cs := containerstatus.Find(pod, c.Name); cs != nil {
 			out[c.Name] = containerFlags{ready: cs.Ready, started: cs.Started != nil && *cs.Started}
 		}
 	}
@@ -102,7 +104,7 @@ func containersReadyCondition(pod *v1.Pod) v1.PodCondition {
 	}
 	var unknown, unready []string
 	check := func(name string) {
-		cs := findContainerStatus(pod, name)
+		cs := containerstatus.Find(pod, name)
 		switch {
 		case cs == nil:
 			unknown = append(unknown, name)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/containerstatus"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -124,7 +126,7 @@ func TestSetContainerStatus(t *testing.T) {
 	if !setContainerStatus(pod, state, tNow) {
 		t.Fatal("no change reported")
 	}
-	app := findContainerStatus(pod, "app")
+	app := containerstatus.Find(pod, "app")
 	if app.Ready || app.Started == nil || !*app.Started {
 		t.Errorf("app status = ready %t started %v", app.Ready, app.Started)
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/probed-dev/probed/pkg/containerstatus"
 )
 
 // gatedPod is webPod with a sidecar and a readiness gate that is True, on a
@@ -64,7 +66,7 @@ func TestContainerStatusMode(t *testing.T) {
 		t.Errorf("write is %s by %q", act.GetPatchType(), act.PatchOptions.FieldManager)
 	}
 	p := h.pod("web")
-	app, db := findContainerStatus(p, "app"), findContainerStatus(p, "db")
+	app, db := containerstatus.Find(p, "app"), containerstatus.Find(p, "db")
 	if !app.Ready || app.Started == nil || !*app.Started || db.Ready || db.Started == nil || !*db.Started {
 		t.Errorf("app ready=%t started=%v, db ready=%t started=%v", app.Ready, app.Started, db.Ready, db.Started)
 	}
@@ -106,7 +108,7 @@ func TestContainerStatusMode(t *testing.T) {
 		h.mutate("web", func(p *v1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/concurrent", Status: v1.ConditionTrue})
 			cond(p, "example.com/gate").Status = v1.ConditionFalse
-			findContainerStatus(p, "db").RestartCount = 5
+			containerstatus.Find(p, "db").RestartCount = 5
 		})
 	}
 	concurrent.Store(&f)
@@ -116,10 +118,10 @@ func TestContainerStatusMode(t *testing.T) {
 	if c := cond(p, "example.com/concurrent"); c == nil {
 		t.Error("the concurrent writer's condition was lost")
 	}
-	if db := findContainerStatus(p, "db"); db.RestartCount != 5 || !db.Ready {
+	if db := containerstatus.Find(p, "db"); db.RestartCount != 5 || !db.Ready {
 		t.Errorf("db = restarts %d ready %t: the concurrent change was lost", db.RestartCount, db.Ready)
 	}
-	if app := findContainerStatus(p, "app"); app.Ready {
+	if app := containerstatus.Find(p, "app"); app.Ready {
 		t.Error("app still ready")
 	}
 	if c := cond(p, v1.PodReady); c.Status != v1.ConditionFalse || c.Reason != kubeletContainersNotReady {
@@ -224,7 +226,7 @@ func TestContainerStatusModeReadErrors(t *testing.T) {
 	}
 	h.clock.Step(due.Sub(h.clock.Now()))
 	h.settle()
-	if !findContainerStatus(h.pod("web"), "app").Ready {
+	if !containerstatus.Find(h.pod("web"), "app").Ready {
 		t.Error("not written after the read recovered")
 	}
 	if n := len(h.cs.Actions()); n != 3 { // get (failed), get, patch
@@ -255,7 +257,7 @@ func TestContainerStatusModeError(t *testing.T) {
 	due := h.retryAt(webKey.UID)
 	h.clock.Step(due.Sub(h.clock.Now()))
 	h.settle()
-	if !findContainerStatus(h.pod("web"), "app").Ready {
+	if !containerstatus.Find(h.pod("web"), "app").Ready {
 		t.Error("not written after the error")
 	}
 	if h.count(OutcomeError) != 1 || h.count(OutcomeSuccess) != 1 {

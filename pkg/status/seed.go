@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/pkg/containerstatus"
 )
 
 // Seed is what probed had established about one container before probed
@@ -68,7 +70,7 @@ func Seeds(pod *v1.Pod) map[string]Seed {
 		if !ok || cond.Status != v1.ConditionTrue || cond.LastTransitionTime.IsZero() {
 			continue
 		}
-		cs := findContainerStatus(pod, name)
+		cs := containerstatus.Find(pod, name)
 		if cs == nil || cs.ContainerID == "" || cs.State.Running == nil || cs.State.Running.StartedAt.IsZero() {
 			continue
 		}
@@ -103,19 +105,6 @@ func parseContainerCondition(t v1.PodConditionType) (container string, ready, ok
 		return c, false, true
 	}
 	return "", false, false
-}
-
-// findContainerStatus finds the named container among the regular, then the
-// init container statuses.
-func findContainerStatus(pod *v1.Pod, name string) *v1.ContainerStatus {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
 }
 
 // SeedsFromContainerStatuses is Seeds for container-status mode, where

@@ -7,14 +7,14 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // The steady state of a worker, a probe whose result does not change, must
 // not allocate: at tens of thousands of workers every allocated byte turns
 // into GC cycles, and their assists into late ticks.
 func TestSteadyStateProbeAllocatesNothing(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{})
 			e.pods.set(runningPod(epoch))
@@ -39,7 +39,7 @@ func TestSteadyStateProbeAllocatesNothing(t *testing.T) {
 // BenchmarkIdleTick is one periodic tick of a worker whose result does not
 // change: the scheduler's wake-up taken by step, and a no-op probe.
 func BenchmarkIdleTick(b *testing.B) {
-	e, w := newEnv(b, prober.Readiness, v1.Probe{})
+	e, w := newEnv(b, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	e.prober.calls = make(chan time.Time, 1)
 	ctx := context.Background()

@@ -6,7 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 func watchCount(r *Watches) int {
@@ -25,7 +25,7 @@ func TestWorkersShareOneContextWatch(t *testing.T) {
 	r := NewWatches()
 	var ws []*Worker
 	for range 3 {
-		e, w := newEnv(t, prober.Readiness, v1.Probe{}, sharing(r))
+		e, w := newEnv(t, probespec.Readiness, v1.Probe{}, sharing(r))
 		e.pods.set(runningPod(epoch))
 		go w.Run(ctx)
 		recv(t, e.prober.calls, "first probe")
@@ -47,7 +47,7 @@ func TestContextWatchLeftByLastWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := NewWatches()
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, sharing(r))
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, sharing(r))
 	e.pods.set(runningPod(epoch))
 	go w.Run(ctx)
 	recv(t, e.prober.calls, "first probe")
@@ -60,7 +60,7 @@ func TestContextWatchLeftByLastWorker(t *testing.T) {
 
 // Done is made on demand; asked for after the worker ended, it is closed.
 func TestDoneAfterExit(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	w.Stop()
 	w.Run(context.Background())

@@ -12,7 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/pkg/containerstatus"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 	"github.com/probed-dev/probed/pkg/results"
 )
@@ -77,8 +79,8 @@ func (w *Worker) lookup() (*v1.Pod, *v1.ContainerStatus, int) {
 		return nil, nil, stepStop
 	}
 
-	cs, ok := containerStatus(pod, w.cfg.Container.Name)
-	if !ok {
+	cs := containerstatus.FindCreated(pod, w.cfg.Container.Name)
+	if cs == nil {
 		// Either the container has not been created yet, or it was deleted.
 		w.vlog(3, "Probe target container not found")
 		w.state = StateContainerNotRunning
@@ -127,9 +129,9 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 
 	// Graceful shutdown of the pod: liveness and startup must not kill a
 	// container that is being stopped anyway. Readiness goes on.
-	if pod.DeletionTimestamp != nil && (w.cfg.ProbeType == prober.Liveness || w.cfg.ProbeType == prober.Startup) {
+	if pod.DeletionTimestamp != nil && (w.cfg.ProbeType == probespec.Liveness || w.cfg.ProbeType == probespec.Startup) {
 		w.vlog(3, "Pod deletion requested, setting probe result to success")
-		if w.cfg.ProbeType == prober.Startup {
+		if w.cfg.ProbeType == probespec.Startup {
 			w.vlog(0, "Pod deletion requested before container has fully started")
 		}
 		w.cfg.Results.Set(w.containerID, results.Value{Result: results.Success}, pod)
@@ -149,11 +151,11 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 	if w.isStarted(pod, cs) {
 		// A started container needs no startup probe; the worker stays for the
 		// next instance.
-		if w.cfg.ProbeType == prober.Startup {
+		if w.cfg.ProbeType == probespec.Startup {
 			w.state = StateOnHold
 			return stepSkip
 		}
-	} else if w.cfg.ProbeType != prober.Startup {
+	} else if w.cfg.ProbeType != probespec.Startup {
 		// Liveness and readiness wait for the container to start.
 		w.state = StateWaitingForStartup
 		return stepSkip
@@ -212,7 +214,7 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 	// appears (probing a container being stopped can corrupt it, kubernetes
 	// #21751). A startup probe holds on any result at its threshold, so it
 	// does not run again for this instance (kubernetes #117153).
-	if (w.cfg.ProbeType == prober.Liveness && result == results.Failure) || w.cfg.ProbeType == prober.Startup {
+	if (w.cfg.ProbeType == probespec.Liveness && result == results.Failure) || w.cfg.ProbeType == probespec.Startup {
 		w.onHold = true
 		w.resultRun = 0
 		w.state = StateOnHold
@@ -359,7 +361,7 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 //
 //go:noinline
 func (w *Worker) deletedMeanwhile() bool {
-	if w.cfg.ProbeType != prober.Liveness && w.cfg.ProbeType != prober.Startup {
+	if w.cfg.ProbeType != probespec.Liveness && w.cfg.ProbeType != probespec.Startup {
 		return false
 	}
 	latest, ok := w.cfg.Pods.Pod(w.cfg.PodUID)
@@ -379,18 +381,4 @@ func (w *Worker) isStarted(pod *v1.Pod, cs *v1.ContainerStatus) bool {
 		return w.cfg.Started(pod, cs)
 	}
 	return cs.Started != nil && *cs.Started
-}
-
-// containerStatus finds the named container among the regular, then the
-// init container statuses, skipping one without a container ID, as the
-// kubelet does.
-func containerStatus(pod *v1.Pod, name string) (*v1.ContainerStatus, bool) {
-	for _, list := range [][]v1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name && list[i].ContainerID != "" {
-				return &list[i], true
-			}
-		}
-	}
-	return nil, false
 }

@@ -11,14 +11,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/results"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/results"
 )
 
-var allTypes = []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
+var allTypes = []probespec.ProbeType{probespec.Liveness, probespec.Readiness, probespec.Startup}
 
 func TestDoProbe(t *testing.T) {
 	now := epoch
@@ -76,7 +77,7 @@ func TestDoProbe(t *testing.T) {
 		delay int32
 		// want is the same for every probe type unless byType has an entry.
 		want   want
-		byType map[prober.ProbeType]want
+		byType map[probespec.ProbeType]want
 	}{
 		{name: "no pod", want: waitNoResult},
 		{name: "pod failed", pod: mutate(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })},
@@ -116,15 +117,15 @@ func TestDoProbe(t *testing.T) {
 		{name: "running", pod: running, want: ok},
 		{name: "running sidecar", pod: asInit(running, true), want: ok},
 		{name: "initial delay passed", pod: running, delay: -100, want: ok},
-		{name: "initial delay not passed", pod: running, delay: 10, byType: map[prober.ProbeType]want{
-			prober.Liveness:  {keepGoing: true, set: true, result: results.Success},
-			prober.Readiness: {keepGoing: true, set: true, result: results.Failure},
-			prober.Startup:   {keepGoing: true, set: true, result: results.Unknown},
+		{name: "initial delay not passed", pod: running, delay: 10, byType: map[probespec.ProbeType]want{
+			probespec.Liveness:  {keepGoing: true, set: true, result: results.Success},
+			probespec.Readiness: {keepGoing: true, set: true, result: results.Failure},
+			probespec.Startup:   {keepGoing: true, set: true, result: results.Unknown},
 		}},
-		{name: "pod being deleted", pod: deleting, byType: map[prober.ProbeType]want{
-			prober.Liveness:  {set: true, result: results.Success},
-			prober.Readiness: ok,
-			prober.Startup:   {set: true, result: results.Success},
+		{name: "pod being deleted", pod: deleting, byType: map[probespec.ProbeType]want{
+			probespec.Liveness:  {set: true, result: results.Success},
+			probespec.Readiness: ok,
+			probespec.Startup:   {set: true, result: results.Success},
 		}},
 	}
 
@@ -161,7 +162,7 @@ func TestDoProbe(t *testing.T) {
 }
 
 func TestProbeTarget(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	expectContinue(t, w, "probe")
 	e.prober.mu.Lock()
@@ -205,7 +206,7 @@ func TestInitialDelay(t *testing.T) {
 }
 
 func TestFailureThreshold(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{SuccessThreshold: 1, FailureThreshold: 3})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{SuccessThreshold: 1, FailureThreshold: 3})
 	e.pods.set(runningPod(epoch))
 
 	for i := 0; i < 2; i++ {
@@ -233,7 +234,7 @@ func TestFailureThreshold(t *testing.T) {
 }
 
 func TestSuccessThreshold(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{SuccessThreshold: 3, FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{SuccessThreshold: 3, FailureThreshold: 1})
 	e.pods.set(runningPod(epoch))
 
 	for i := 0; i < 2; i++ {
@@ -257,7 +258,7 @@ func TestSuccessThreshold(t *testing.T) {
 
 func TestStartupProbeSuccessThreshold(t *testing.T) {
 	const successThreshold = 1
-	e, w := newEnv(t, prober.Startup, v1.Probe{SuccessThreshold: successThreshold, FailureThreshold: 3})
+	e, w := newEnv(t, probespec.Startup, v1.Probe{SuccessThreshold: successThreshold, FailureThreshold: 3})
 	e.pods.set(runningPod(epoch))
 
 	for i := 0; i < successThreshold+2; i++ {
@@ -280,7 +281,7 @@ func TestStartupProbeSuccessThreshold(t *testing.T) {
 
 func TestStartupProbeFailureThreshold(t *testing.T) {
 	const failureThreshold = 3
-	e, w := newEnv(t, prober.Startup, v1.Probe{SuccessThreshold: 1, FailureThreshold: failureThreshold})
+	e, w := newEnv(t, probespec.Startup, v1.Probe{SuccessThreshold: 1, FailureThreshold: failureThreshold})
 	e.pods.set(runningPod(epoch))
 	e.prober.set(results.Failure)
 
@@ -306,7 +307,7 @@ func TestStartupProbeFailureThreshold(t *testing.T) {
 		t.Errorf("prober called %d times, want %d", n, failureThreshold)
 	}
 	kills := e.killer.calls()
-	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Startup, 2 * time.Second}) {
+	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, probespec.Startup, 2 * time.Second}) {
 		t.Errorf("kills = %+v, want one of %s", kills, testID)
 	}
 }
@@ -314,7 +315,7 @@ func TestStartupProbeFailureThreshold(t *testing.T) {
 // A startup probe that is neither success nor failure at its threshold also
 // holds, as the kubelet's condition reads; nothing is killed.
 func TestStartupProbeUnknownHolds(t *testing.T) {
-	e, w := newEnv(t, prober.Startup, v1.Probe{})
+	e, w := newEnv(t, probespec.Startup, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	e.prober.set(results.Unknown)
 	expectContinue(t, w, "unknown")
@@ -327,7 +328,7 @@ func TestStartupProbeUnknownHolds(t *testing.T) {
 }
 
 func TestOnHoldAfterFailureUntilNewContainer(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Startup} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{SuccessThreshold: 1, FailureThreshold: 1})
 			pod := runningPod(epoch)
@@ -362,7 +363,7 @@ func TestOnHoldAfterFailureUntilNewContainer(t *testing.T) {
 				t.Fatalf("probed %d times, want 2: the new container is probed", n)
 			}
 			// A startup success at threshold holds again; liveness goes on.
-			if w.onHold != (pt == prober.Startup) {
+			if w.onHold != (pt == probespec.Startup) {
 				t.Fatalf("onHold = %v after a success on the new container", w.onHold)
 			}
 			if _, ok := e.results.Get(testID); ok {
@@ -374,7 +375,7 @@ func TestOnHoldAfterFailureUntilNewContainer(t *testing.T) {
 }
 
 func TestResultRunResetsOnHold(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Startup} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{SuccessThreshold: 1, FailureThreshold: 3})
 			pod := runningPod(epoch)
@@ -405,7 +406,7 @@ func TestResultRunResetsOnHold(t *testing.T) {
 }
 
 func TestLivenessAndReadinessWaitForStarted(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{})
 			pod := runningPod(epoch)
@@ -433,7 +434,7 @@ func TestLivenessAndReadinessWaitForStarted(t *testing.T) {
 }
 
 func TestStartupDisabledOnceStarted(t *testing.T) {
-	e, w := newEnv(t, prober.Startup, v1.Probe{})
+	e, w := newEnv(t, probespec.Startup, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	e.started.Store(true)
 	expectContinue(t, w, "started")
@@ -448,7 +449,7 @@ func TestStartupDisabledOnceStarted(t *testing.T) {
 
 // Without Config.Started the kubelet's containerStatuses[].started decides.
 func TestStartedDefaultsToContainerStatus(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{}, func(c *Config) { c.Started = nil })
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{}, func(c *Config) { c.Started = nil })
 	pod := runningPod(epoch)
 	e.pods.set(pod)
 	expectContinue(t, w, "started unset")
@@ -471,7 +472,7 @@ func TestInitialResultSeedsFirstInstanceOnly(t *testing.T) {
 		asked = append(asked, id)
 		return results.Success, true
 	}
-	e, w := newEnv(t, prober.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) { c.InitialResult = seed })
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) { c.InitialResult = seed })
 	pod := runningPod(epoch)
 	e.pods.set(pod)
 
@@ -487,7 +488,7 @@ func TestInitialResultSeedsFirstInstanceOnly(t *testing.T) {
 }
 
 func TestInitialResultWithoutSeed(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{InitialDelaySeconds: 100}, func(c *Config) {
 		c.InitialResult = func(string) (results.Result, bool) { return results.Success, false }
 	})
 	e.pods.set(runningPod(epoch))
@@ -496,7 +497,7 @@ func TestInitialResultWithoutSeed(t *testing.T) {
 }
 
 func TestProberErrorDiscardsResult(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{FailureThreshold: 1})
 	e.pods.set(runningPod(epoch))
 	e.prober.mu.Lock()
 	e.prober.result, e.prober.err = results.Failure, errors.New("exec: no such container")
@@ -517,7 +518,7 @@ func TestProberErrorDiscardsResult(t *testing.T) {
 }
 
 func TestPanicIsRecoveredAndCounted(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	expectContinue(t, w, "healthy probe")
 	expectResult(t, e, testID, results.Success, "healthy probe")
@@ -542,7 +543,7 @@ func TestPanicIsRecoveredAndCounted(t *testing.T) {
 }
 
 func TestKillAtLivenessThreshold(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 2})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 2})
 	pod := runningPod(epoch)
 	grace := int64(45)
 	pod.Spec.TerminationGracePeriodSeconds = &grace
@@ -556,7 +557,7 @@ func TestKillAtLivenessThreshold(t *testing.T) {
 	expectContinue(t, w, "failure 2")
 	expectContinue(t, w, "on hold")
 	kills := e.killer.calls()
-	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, prober.Liveness, 45 * time.Second}) {
+	if len(kills) != 1 || kills[0] != (killCall{testID, testContainer, probespec.Liveness, 45 * time.Second}) {
 		t.Fatalf("kills = %+v", kills)
 	}
 	if got := testutil.ToFloat64(e.metrics.kills.WithLabelValues("Liveness", KillOutcomeSuccess)); got != 1 {
@@ -565,7 +566,7 @@ func TestKillAtLivenessThreshold(t *testing.T) {
 }
 
 func TestKillErrorIsRetriedWhileRunning(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 1})
 	pod := runningPod(epoch)
 	e.pods.set(pod)
 	e.prober.set(results.Failure)
@@ -615,7 +616,7 @@ func (deferral) Deferred() bool { return true }
 // one, but counted under its own outcome, so the ProbedContainerKillsFailing
 // alert (outcome="error") does not fire on a designed pause.
 func TestDeferredKillIsNotAnError(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 1})
 	e.pods.set(runningPod(epoch))
 	e.prober.set(results.Failure)
 	e.killer.err = fmt.Errorf("wrapped: %w", deferral{})
@@ -634,7 +635,7 @@ func TestDeferredKillIsNotAnError(t *testing.T) {
 // A kill that failed (or was deferred) is not retried once the pod is being
 // deleted: the kubelet is stopping the container already.
 func TestPendingKillDroppedOnPodDeletion(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 1})
 	pod := runningPod(epoch)
 	e.pods.set(pod)
 	e.prober.set(results.Failure)
@@ -652,7 +653,7 @@ func TestPendingKillDroppedOnPodDeletion(t *testing.T) {
 }
 
 func TestNilKiller(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 1}, func(c *Config) { c.Killer = nil })
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 1}, func(c *Config) { c.Killer = nil })
 	e.pods.set(runningPod(epoch))
 	e.prober.set(results.Failure)
 	expectContinue(t, w, "failure without killer")
@@ -695,7 +696,7 @@ func (epochClock) Since(t time.Time) time.Duration { return epoch.Sub(t) }
 // deciding probe's text, and the flip back to success carries no text at
 // all (a success's output never reaches pod status).
 func TestPublishedResultCarriesTheDecidingOutput(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 1})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{FailureThreshold: 1})
 	e.pods.set(runningPod(epoch.Add(-time.Minute)))
 	e.prober.mu.Lock()
 	e.prober.result, e.prober.output = results.Failure, "first failure"
@@ -739,7 +740,7 @@ func TestDecidingOutputIsBounded(t *testing.T) {
 // (the kubelet never restarts a container of a terminating pod). The worker
 // ends as it would at the top of a step: Success, stopped.
 func TestNoKillWhenDeletionBeganDuringTheProbe(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Startup} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Startup} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{FailureThreshold: 1})
 			pod := runningPod(epoch)

@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -89,7 +90,7 @@ func newFakeProber(c clock.PassiveClock) *fakeProber {
 	return &fakeProber{result: results.Success, clock: c, calls: make(chan time.Time, 1000)}
 }
 
-func (f *fakeProber) Probe(_ context.Context, _ prober.ProbeType, _ *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
+func (f *fakeProber) Probe(_ context.Context, _ probespec.ProbeType, _ *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
 	f.mu.Lock()
 	f.n++
 	f.target, f.events = target, events
@@ -127,11 +128,11 @@ type fakeKiller struct {
 type killCall struct {
 	containerID string
 	container   string
-	probeType   prober.ProbeType
+	probeType   probespec.ProbeType
 	grace       time.Duration
 }
 
-func (k *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, t prober.ProbeType, spec *v1.Probe) error {
+func (k *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, t probespec.ProbeType, spec *v1.Probe) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.kills = append(k.kills, killCall{id, c.Name, t, GracePeriod(pod, c.Name, spec)})
@@ -229,7 +230,7 @@ func defaulted(p v1.Probe) *v1.Probe {
 
 // newEnv builds a worker whose container counts as started for liveness and
 // readiness, and not yet for startup, so that each probe type runs.
-func newEnv(t testing.TB, pt prober.ProbeType, spec v1.Probe, opts ...func(*Config)) (*env, *Worker) {
+func newEnv(t testing.TB, pt probespec.ProbeType, spec v1.Probe, opts ...func(*Config)) (*env, *Worker) {
 	t.Helper()
 	e := &env{
 		clock:   newStepClock(epoch),
@@ -241,7 +242,7 @@ func newEnv(t testing.TB, pt prober.ProbeType, spec v1.Probe, opts ...func(*Conf
 	}
 	e.prober = newFakeProber(e.clock)
 	e.metrics = NewMetrics(e.reg)
-	e.started.Store(pt != prober.Startup)
+	e.started.Store(pt != probespec.Startup)
 	e.cfg = Config{
 		PodUID:       testUID,
 		PodNamespace: testNamespace,

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -14,7 +15,7 @@ import (
 // the probe could not be run; the worker then throws the result away, as the
 // kubelet does.
 type Prober interface {
-	Probe(ctx context.Context, probeType prober.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error)
+	Probe(ctx context.Context, probeType probespec.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error)
 }
 
 // PodSource returns the latest pod (spec and status) for a UID, normally from
@@ -35,7 +36,7 @@ type Recorder interface {
 // block for the grace period (the preStop hook, then the stop). An error is logged and counted, and the kill is
 // retried on the next tick while the same container instance still runs.
 type Killer interface {
-	Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error
+	Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error
 }
 
 // containerEvents addresses the prober's events to this worker's container.

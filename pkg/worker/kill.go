@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/cri"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
 
@@ -100,7 +100,7 @@ type OwnerChecker interface {
 // kubelet's killContainer, which treats StopContainer's NotFound as done:
 // a container often exits on its own as its probe fails, and retrying its
 // stop would only spend the restart budget.
-func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType prober.ProbeType, spec *v1.Probe) error {
+func (k *RuntimeKiller) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error {
 	if err := k.checkOwner(ctx, pod, container, containerID); err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (k *RuntimeKiller) mismatchEvent(pod *v1.Pod, container *v1.Container, err 
 // (restartpolicy.KillsPod), the text is its killPodWithSyncResult's:
 // "Stopping container <c>". The kubelet then stops the pod's remaining
 // containers (its sidecars) itself, as it would have in the same pass.
-func KillMessage(pod *v1.Pod, containerName string, probeType prober.ProbeType) string {
+func KillMessage(pod *v1.Pod, containerName string, probeType probespec.ProbeType) string {
 	what := strings.ToLower(probeType.String())
 	if pod != nil && restartpolicy.IsSidecar(&pod.Spec, containerName) {
 		return fmt.Sprintf("Init container %s failed %s probe", containerName, what)

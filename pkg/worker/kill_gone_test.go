@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/probed-dev/probed/pkg/cri"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // goneStopper is a runtime that no longer knows the container: from the
@@ -46,7 +46,7 @@ func TestKillOfAContainerAlreadyGone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &killLog{}
 			k := &RuntimeKiller{Runtime: goneStopper{log: log, ownerGone: tc.ownerGone}, Recorder: logRecorder{log}}
-			if err := k.Kill(context.Background(), prestopPod(i64(10)), withPreStop(drainHook), "containerd://gone", prober.Liveness, nil); err != nil {
+			if err := k.Kill(context.Background(), prestopPod(i64(10)), withPreStop(drainHook), "containerd://gone", probespec.Liveness, nil); err != nil {
 				t.Fatalf("Kill = %v, want done", err)
 			}
 			checkSteps(t, log, "check containerd://gone", killingStep, "stop containerd://gone 10s")

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // Issue 31, 4: a Job's pod (restartPolicy Never) whose only app container
@@ -58,7 +58,7 @@ func TestKillOfThePodsLastContainer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			log := &killLog{}
 			k := &RuntimeKiller{Runtime: logStopper{log}, Recorder: logRecorder{log}}
-			if err := k.Kill(context.Background(), tc.pod, &v1.Container{Name: "app"}, "containerd://abc", prober.Liveness, probe); err != nil {
+			if err := k.Kill(context.Background(), tc.pod, &v1.Container{Name: "app"}, "containerd://abc", probespec.Liveness, probe); err != nil {
 				t.Fatal(err)
 			}
 			checkSteps(t, log, tc.want...)

@@ -15,8 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/lifecycle"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // killLog is the order in which a kill's steps happened, shared by the
@@ -98,7 +99,7 @@ const (
 // killAsync runs k.Kill in a goroutine.
 func killAsync(ctx context.Context, k *RuntimeKiller, pod *v1.Pod, c *v1.Container) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- k.Kill(ctx, pod, c, "containerd://abc", prober.Liveness, nil) }()
+	go func() { done <- k.Kill(ctx, pod, c, "containerd://abc", probespec.Liveness, nil) }()
 	return done
 }
 
@@ -193,7 +194,7 @@ func TestPreStopHookSkipped(t *testing.T) {
 			if !tc.noHooks {
 				k.Hooks = newGatedHooks(log) // would block: it must not run
 			}
-			if err := k.Kill(context.Background(), tc.pod, withPreStop(drainHook), "containerd://abc", prober.Liveness, nil); err != nil {
+			if err := k.Kill(context.Background(), tc.pod, withPreStop(drainHook), "containerd://abc", probespec.Liveness, nil); err != nil {
 				t.Fatalf("Kill = %v", err)
 			}
 			checkSteps(t, log, tc.want...)
@@ -205,7 +206,7 @@ func TestPreStopHookSkipped(t *testing.T) {
 func TestMinimumGracePeriodWithoutHook(t *testing.T) {
 	log := &killLog{}
 	k := &RuntimeKiller{Runtime: logStopper{log}, Recorder: logRecorder{log}}
-	if err := k.Kill(context.Background(), prestopPod(i64(1)), &v1.Container{Name: "app"}, "containerd://abc", prober.Liveness, nil); err != nil {
+	if err := k.Kill(context.Background(), prestopPod(i64(1)), &v1.Container{Name: "app"}, "containerd://abc", probespec.Liveness, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkSteps(t, log, killingStep, "stop containerd://abc 2s")
@@ -261,7 +262,7 @@ func TestPreStopHookFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			log, clk := &killLog{}, newStepClock(epoch)
-			hooks := lifecycle.New(failingExec{}, lifecycle.Options{Clock: clk, HostGuard: prober.NewHostGuard(prober.HostPolicyDenyNodeLocal, prober.HostGuardOptions{})})
+			hooks := lifecycle.New(failingExec{}, lifecycle.Options{Clock: clk, HostGuard: hostpolicy.NewGuard(hostpolicy.DenyNodeLocal, hostpolicy.GuardOptions{})})
 			k := &RuntimeKiller{Runtime: logStopper{log}, Hooks: hooks, Recorder: logRecorder{log}, Clock: clk}
 			done := killAsync(context.Background(), k, prestopPod(i64(10)), withPreStop(tc.hook))
 			if tc.step > 0 {
@@ -287,7 +288,7 @@ func (panickingHooks) Run(context.Context, *v1.Pod, *v1.Container, string, *v1.L
 func TestPreStopHookPanics(t *testing.T) {
 	log := &killLog{}
 	k := &RuntimeKiller{Runtime: logStopper{log}, Hooks: panickingHooks{}, Recorder: logRecorder{log}, Clock: newStepClock(epoch)}
-	if err := k.Kill(context.Background(), prestopPod(i64(4)), withPreStop(drainHook), "containerd://abc", prober.Liveness, nil); err != nil {
+	if err := k.Kill(context.Background(), prestopPod(i64(4)), withPreStop(drainHook), "containerd://abc", probespec.Liveness, nil); err != nil {
 		t.Fatalf("Kill = %v", err)
 	}
 	checkSteps(t, log, killingStep, "stop containerd://abc 4s")

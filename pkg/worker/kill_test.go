@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -87,26 +87,26 @@ func TestKillMessage(t *testing.T) {
 	tests := []struct {
 		pod       *v1.Pod
 		container string
-		pt        prober.ProbeType
+		pt        probespec.ProbeType
 		want      string
 	}{
-		{withPolicy(v1.RestartPolicyAlways), "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
+		{withPolicy(v1.RestartPolicyAlways), "app", probespec.Liveness, "Container app failed liveness probe, will be restarted"},
 		// Under OnFailure the kubelet's own kill restarts whatever the exit
 		// code; after probed's stop only a non-zero exit is restarted.
-		{withPolicy(v1.RestartPolicyOnFailure), "app", prober.Startup, "Container app failed startup probe, will be restarted unless it exits with code 0"},
+		{withPolicy(v1.RestartPolicyOnFailure), "app", probespec.Startup, "Container app failed startup probe, will be restarted unless it exits with code 0"},
 		// Not restarted, beside a container that runs: only killed.
-		{besideRunning(withPolicy(v1.RestartPolicyNever)), "app", prober.Liveness, "Container app failed liveness probe"},
+		{besideRunning(withPolicy(v1.RestartPolicyNever)), "app", probespec.Liveness, "Container app failed liveness probe"},
 		// Not restarted, and the pod's last: the kubelet kills the pod.
-		{withPolicy(v1.RestartPolicyNever), "app", prober.Liveness, "Stopping container app"},
+		{withPolicy(v1.RestartPolicyNever), "app", probespec.Liveness, "Stopping container app"},
 		// A container's own restartPolicy comes first (KEP-5307).
-		{withContainerPolicy(v1.RestartPolicyNever, v1.ContainerRestartPolicyAlways), "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
-		{besideRunning(withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever)), "app", prober.Liveness, "Container app failed liveness probe"},
-		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever), "app", prober.Startup, "Stopping container app"},
-		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyOnFailure), "app", prober.Liveness, "Container app failed liveness probe, will be restarted unless it exits with code 0"},
-		{sidecarPod, "proxy", prober.Liveness, "Init container proxy failed liveness probe"},
-		{sidecarPod, "proxy", prober.Startup, "Init container proxy failed startup probe"},
-		{sidecarPod, "setup", prober.Liveness, "Container setup failed liveness probe"},
-		{nil, "app", prober.Liveness, "Container app failed liveness probe, will be restarted"},
+		{withContainerPolicy(v1.RestartPolicyNever, v1.ContainerRestartPolicyAlways), "app", probespec.Liveness, "Container app failed liveness probe, will be restarted"},
+		{besideRunning(withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever)), "app", probespec.Liveness, "Container app failed liveness probe"},
+		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyNever), "app", probespec.Startup, "Stopping container app"},
+		{withContainerPolicy(v1.RestartPolicyAlways, v1.ContainerRestartPolicyOnFailure), "app", probespec.Liveness, "Container app failed liveness probe, will be restarted unless it exits with code 0"},
+		{sidecarPod, "proxy", probespec.Liveness, "Init container proxy failed liveness probe"},
+		{sidecarPod, "proxy", probespec.Startup, "Init container proxy failed startup probe"},
+		{sidecarPod, "setup", probespec.Liveness, "Container setup failed liveness probe"},
+		{nil, "app", probespec.Liveness, "Container app failed liveness probe, will be restarted"},
 	}
 	for _, tc := range tests {
 		if got := KillMessage(tc.pod, tc.container, tc.pt); got != tc.want {
@@ -126,7 +126,7 @@ func TestRuntimeKiller(t *testing.T) {
 	t.Run("event then stop", func(t *testing.T) {
 		rec, stopper := &fakeRecorder{}, &fakeStopper{}
 		k := &RuntimeKiller{Runtime: stopper, Recorder: rec}
-		if err := k.Kill(context.Background(), pod, container, "containerd://abc", prober.Liveness, spec); err != nil {
+		if err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Liveness, spec); err != nil {
 			t.Fatal(err)
 		}
 		if ev := rec.list(); len(ev) != 1 || ev[0] != "app Normal Killing Container app failed liveness probe, will be restarted" {
@@ -139,7 +139,7 @@ func TestRuntimeKiller(t *testing.T) {
 	t.Run("event only", func(t *testing.T) {
 		rec, stopper := &fakeRecorder{}, &fakeStopper{}
 		k := &RuntimeKiller{Runtime: stopper, Recorder: rec, EventOnly: true}
-		if err := k.Kill(context.Background(), pod, container, "containerd://abc", prober.Startup, nil); err != nil {
+		if err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Startup, nil); err != nil {
 			t.Fatal(err)
 		}
 		if ev := rec.list(); len(ev) != 1 || !strings.HasSuffix(ev[0], "Container app failed startup probe, will be restarted") {
@@ -152,7 +152,7 @@ func TestRuntimeKiller(t *testing.T) {
 	t.Run("runtime error", func(t *testing.T) {
 		stopper := &fakeStopper{err: errors.New("rpc unavailable")}
 		k := &RuntimeKiller{Runtime: stopper}
-		err := k.Kill(context.Background(), pod, container, "containerd://abc", prober.Liveness, nil)
+		err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Liveness, nil)
 		if err == nil || !errors.Is(err, stopper.err) {
 			t.Errorf("err = %v, want it to wrap the runtime's", err)
 		}
@@ -162,7 +162,7 @@ func TestRuntimeKiller(t *testing.T) {
 	})
 	t.Run("no runtime", func(t *testing.T) {
 		k := &RuntimeKiller{}
-		if err := k.Kill(context.Background(), pod, container, "containerd://abc", prober.Liveness, nil); err == nil {
+		if err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Liveness, nil); err == nil {
 			t.Error("no error without a runtime")
 		}
 	})

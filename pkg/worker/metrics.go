@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // Kill outcomes, the "outcome" label of probed_container_kills_total.
@@ -117,10 +117,10 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 	// (and kill outcome), so they are on /metrics from the start: rate() and
 	// increase() then see their first increment, and absent() never fires on
 	// a healthy node. Liveness and startup are the only types that kill.
-	for _, t := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
+	for _, t := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness, probespec.Startup} {
 		m.workers.WithLabelValues(t.String())
 		m.panics.WithLabelValues(t.String())
-		if t != prober.Readiness {
+		if t != probespec.Readiness {
 			m.kills.WithLabelValues(t.String(), KillOutcomeSuccess)
 			m.kills.WithLabelValues(t.String(), KillOutcomeError)
 			m.kills.WithLabelValues(t.String(), KillOutcomeDeferred)

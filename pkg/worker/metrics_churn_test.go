@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -27,7 +28,7 @@ type churnProber struct {
 	calls map[string]int
 }
 
-func (p *churnProber) Probe(_ context.Context, _ prober.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (p *churnProber) Probe(_ context.Context, _ probespec.ProbeType, _ *v1.Probe, target prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls[target.ContainerID]++
@@ -56,8 +57,8 @@ func TestMetricsChurnLeavesNoStaleSeries(t *testing.T) {
 	m := NewMetrics(reg)
 	pods := &fakePods{}
 	pr := &churnProber{calls: map[string]int{}}
-	caches := map[prober.ProbeType]results.Manager{}
-	types3 := []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup}
+	caches := map[probespec.ProbeType]results.Manager{}
+	types3 := []probespec.ProbeType{probespec.Liveness, probespec.Readiness, probespec.Startup}
 	for _, pt := range types3 {
 		caches[pt] = results.NewManager()
 	}
@@ -92,7 +93,7 @@ func TestMetricsChurnLeavesNoStaleSeries(t *testing.T) {
 				Pods:    pods,
 				Results: caches[pt],
 				// Startup probes run before "started", the others after.
-				Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return pt != prober.Startup },
+				Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return pt != probespec.Startup },
 				Clock:       clock.RealClock{},
 				DaemonStart: time.Now().Add(-time.Hour),
 				Metrics:     m,

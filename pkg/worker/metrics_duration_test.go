@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -38,10 +38,10 @@ func durationFamily(t *testing.T, reg *prometheus.Registry) (labels []string, co
 func TestDurationSeriesPerNamespace(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, WithDurationSeries(DurationPerNamespace))
-	a1 := newSeries(prober.Readiness, "app", "a-1", "a", "uid-1")
-	a2 := newSeries(prober.Readiness, "side", "a-2", "a", "uid-2")
-	b1 := newSeries(prober.Readiness, "app", "b-1", "b", "uid-3")
-	bl := newSeries(prober.Liveness, "app", "b-1", "b", "uid-3")
+	a1 := newSeries(probespec.Readiness, "app", "a-1", "a", "uid-1")
+	a2 := newSeries(probespec.Readiness, "side", "a-2", "a", "uid-2")
+	b1 := newSeries(probespec.Readiness, "app", "b-1", "b", "uid-3")
+	bl := newSeries(probespec.Liveness, "app", "b-1", "b", "uid-3")
 	m.observeProbe(&a1, results.Success, 0.25)
 	m.observeProbe(&a1, results.Failure, 9) // failures are not timed
 	m.observeProbe(&a2, results.Unknown, 0.5)
@@ -97,7 +97,7 @@ func TestDurationSeriesPerNamespace(t *testing.T) {
 func TestDurationSeriesNone(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, WithDurationSeries(DurationNone))
-	s := newSeries(prober.Readiness, "app", "pod", "ns", "uid")
+	s := newSeries(probespec.Readiness, "app", "pod", "ns", "uid")
 	m.observeProbe(&s, results.Success, 0.25)
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -126,7 +126,7 @@ func TestDurationSeriesDefault(t *testing.T) {
 	for _, opts := range [][]MetricsOption{nil, {WithDurationSeries("bogus")}} {
 		reg := prometheus.NewRegistry()
 		m := NewMetrics(reg, opts...)
-		s := newSeries(prober.Readiness, "app", "pod", "ns", "uid")
+		s := newSeries(probespec.Readiness, "app", "pod", "ns", "uid")
 		m.observeProbe(&s, results.Success, 0.25)
 		labels, counts, _ := durationFamily(t, reg)
 		if len(labels) != 1 || labels[0] != "container,namespace,pod,probe_type" || counts["Readiness/ns"] != 1 {

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/probed-dev/probed/internal/metricstest"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -18,7 +18,7 @@ func TestMetricsLint(t *testing.T) {
 	for _, opts := range [][]MetricsOption{nil, {WithoutPodUIDLabel()}} {
 		reg := prometheus.NewRegistry()
 		m := NewMetrics(reg, opts...)
-		for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness, prober.Startup} {
+		for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness, probespec.Startup} {
 			s := newSeries(pt, "app", "pod", "ns", "uid")
 			m.workerDelta(&s, 1)
 			for _, r := range []results.Result{results.Success, results.Failure, results.Unknown} {

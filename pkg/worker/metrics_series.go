@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -35,7 +35,7 @@ type series struct {
 // checks it still matches the client.
 var prometheusDefBuckets = [...]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-func newSeries(t prober.ProbeType, container, pod, namespace, podUID string) series {
+func newSeries(t probespec.ProbeType, container, pod, namespace, podUID string) series {
 	return series{lv: [5]string{t.String(), container, pod, namespace, podUID}}
 }
 

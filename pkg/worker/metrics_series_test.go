@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -21,7 +21,7 @@ func TestDurationHistogramMatchesClient(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	ref := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ref", Buckets: prometheus.DefBuckets})
-	s := newSeries(prober.Readiness, "app", "pod", "ns", "uid")
+	s := newSeries(probespec.Readiness, "app", "pod", "ns", "uid")
 	rnd := rand.New(rand.NewPCG(1, 2))
 	vals := []float64{0, .005, .01, 10, 10.0001, 1e9}
 	for range 1000 {
@@ -73,8 +73,8 @@ func gatherOne(t *testing.T, reg *prometheus.Registry, name string) []*dto.Metri
 func TestSameNamedPodsShareTheDurationSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	old := newSeries(prober.Liveness, "app", "web-0", "ns", "uid-1")
-	succ := newSeries(prober.Liveness, "app", "web-0", "ns", "uid-2")
+	old := newSeries(probespec.Liveness, "app", "web-0", "ns", "uid-1")
+	succ := newSeries(probespec.Liveness, "app", "web-0", "ns", "uid-2")
 	m.observeProbe(&old, results.Success, 0.2)
 	m.observeProbe(&old, results.Failure, 0.2)
 	m.observeProbe(&succ, results.Success, 0.3)

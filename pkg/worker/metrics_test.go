@@ -8,12 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
 func TestProbeMetricsAreKubeletCompatible(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	expectContinue(t, w, "success")
 	e.prober.set(results.Failure)
@@ -57,8 +57,8 @@ func TestWithoutPodUIDLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, WithoutPodUIDLabel())
 	// A pod and its same-named successor are summed into one series.
-	s := newSeries(prober.Liveness, "app", "pod", "ns", "uid")
-	succ := newSeries(prober.Liveness, "app", "pod", "ns", "uid-2")
+	s := newSeries(probespec.Liveness, "app", "pod", "ns", "uid")
+	succ := newSeries(probespec.Liveness, "app", "pod", "ns", "uid-2")
 	m.observeProbe(&s, results.Success, 0.1)
 	m.observeProbe(&succ, results.Success, 0.1)
 	want := `
@@ -78,7 +78,7 @@ prober_probe_total{container="app",namespace="ns",pod="pod",probe_type="Liveness
 
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
-	s := newSeries(prober.Startup, "c", "p", "n", "u")
+	s := newSeries(probespec.Startup, "c", "p", "n", "u")
 	m.observeProbe(&s, results.Success, 1)
 	m.deleteSeries(&s)
 	m.workerDelta(&s, 1)
@@ -87,7 +87,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.countKill(&s, KillOutcomeError)
 
 	// A worker without metrics runs too.
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.Metrics = nil })
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) { c.Metrics = nil })
 	e.pods.set(runningPod(epoch))
 	expectContinue(t, w, "no metrics")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -18,7 +19,7 @@ type ownerProber struct {
 	owners chan cri.Owner
 }
 
-func (p ownerProber) Probe(ctx context.Context, _ prober.ProbeType, _ *v1.Probe, _ prober.Target, _ prober.EventSink) (results.Result, string, error) {
+func (p ownerProber) Probe(ctx context.Context, _ probespec.ProbeType, _ *v1.Probe, _ prober.Target, _ prober.EventSink) (results.Result, string, error) {
 	o, _ := cri.OwnerFrom(ctx)
 	p.owners <- o
 	return results.Success, "", nil
@@ -29,7 +30,7 @@ func (p ownerProber) Probe(ctx context.Context, _ prober.ProbeType, _ *v1.Probe,
 // carries its static pod's UID too.
 func TestWorkerCallsCarryTheirOwner(t *testing.T) {
 	owners := make(chan cri.Owner, 10)
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) {
 		c.Prober = ownerProber{owners: owners}
 		c.StaticPodUID = "static-uid"
 	})
@@ -72,7 +73,7 @@ func TestKillRefusedForAnotherPodsContainer(t *testing.T) {
 	hooks := newGatedHooks(log)
 	k := &RuntimeKiller{Runtime: mismatchStopper{log}, Hooks: hooks, Recorder: logRecorder{log}}
 	ctx := cri.WithOwner(context.Background(), cri.Owner{PodNamespace: "ns", PodName: "p", PodUID: "u", Container: "app"})
-	err := k.Kill(ctx, prestopPod(i64(10)), withPreStop(drainHook), "containerd://someone-else", prober.Liveness, nil)
+	err := k.Kill(ctx, prestopPod(i64(10)), withPreStop(drainHook), "containerd://someone-else", probespec.Liveness, nil)
 	var mismatch *cri.OwnerMismatchError
 	if !errors.As(err, &mismatch) {
 		t.Fatalf("Kill = %v, want an OwnerMismatchError", err)

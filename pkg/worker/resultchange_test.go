@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -50,7 +50,7 @@ func TestResultChangeEvents(t *testing.T) {
 	}
 
 	t.Run("on", func(t *testing.T) {
-		e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 2}, func(c *Config) { c.ResultChangeEvents = true })
+		e, w := newEnv(t, probespec.Readiness, v1.Probe{FailureThreshold: 2}, func(c *Config) { c.ResultChangeEvents = true })
 		e.pods.set(runningPod(epoch))
 		steps(e, w)
 		if got := onlyChanges(e); !reflect.DeepEqual(got, want) {
@@ -65,7 +65,7 @@ func TestResultChangeEvents(t *testing.T) {
 	})
 
 	t.Run("off", func(t *testing.T) {
-		e, w := newEnv(t, prober.Readiness, v1.Probe{FailureThreshold: 2})
+		e, w := newEnv(t, probespec.Readiness, v1.Probe{FailureThreshold: 2})
 		e.pods.set(runningPod(epoch))
 		steps(e, w)
 		if got := onlyChanges(e); got != nil {
@@ -74,7 +74,7 @@ func TestResultChangeEvents(t *testing.T) {
 	})
 
 	t.Run("seeded success holds", func(t *testing.T) {
-		e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) {
+		e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) {
 			c.ResultChangeEvents = true
 			c.InitialResult = func(string) (results.Result, bool) { return results.Success, true }
 		})

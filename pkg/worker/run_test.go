@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -44,7 +44,7 @@ func histogram(t *testing.T, reg prometheus.Gatherer, name string) (uint64, floa
 }
 
 func TestRunProbesEveryPeriod(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 10})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 10})
 	e.pods.set(runningPod(epoch))
 	start(t, w)
 
@@ -68,7 +68,7 @@ func TestRunProbesEveryPeriod(t *testing.T) {
 // A probe slower than the period gets one late tick, then the grid resumes,
 // as with time.Ticker; the lateness is measured against the grid.
 func TestRunLateTick(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 10})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 10})
 	e.pods.set(runningPod(epoch))
 	e.prober.gate = make(chan struct{})
 	start(t, w)
@@ -104,7 +104,7 @@ func TestRunJitter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 10}, func(c *Config) {
+			e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 10}, func(c *Config) {
 				c.DaemonStart = epoch.Add(-tc.sinceBoot)
 				c.Rand = func() float64 { return 0.25 }
 			})
@@ -135,7 +135,7 @@ func TestRunJitter(t *testing.T) {
 // A trigger during the jitter (a startup probe just succeeded) probes at
 // once instead of waiting out up to a whole period.
 func TestTriggerEndsJitter(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
 		c.DaemonStart = epoch
 		c.Rand = func() float64 { return 0.9 }
 	})
@@ -154,7 +154,7 @@ func TestTriggerEndsJitter(t *testing.T) {
 // when it created the worker) is the worker's first probe: at once, without
 // a start-up jitter, and once, not twice.
 func TestTriggerBeforeRunIsTheFirstProbe(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 60}, func(c *Config) {
 		c.DaemonStart = epoch // would jitter
 		c.Rand = func() float64 { return 0.9 }
 	})
@@ -181,7 +181,7 @@ func TestTriggerBeforeRunIsTheFirstProbe(t *testing.T) {
 }
 
 func TestStopDuringJitter(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
 	e.pods.set(runningPod(epoch))
 	go w.Run(context.Background())
 	recv(t, e.clock.armed, "jitter")
@@ -199,7 +199,7 @@ func TestStopDuringJitter(t *testing.T) {
 }
 
 func TestStopBeforeRun(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	w.Stop()
 	w.Stop()
@@ -220,7 +220,7 @@ func TestStopBeforeRun(t *testing.T) {
 }
 
 func TestContextCancelEndsRun(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	cancel := start(t, w)
 	recv(t, e.prober.calls, "first probe")
@@ -229,7 +229,7 @@ func TestContextCancelEndsRun(t *testing.T) {
 }
 
 func TestContextCancelDuringJitter(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) { c.DaemonStart = epoch })
 	ctx, cancel := context.WithCancel(context.Background())
 	go w.Run(ctx)
 	recv(t, e.clock.armed, "jitter")
@@ -241,7 +241,7 @@ func TestContextCancelDuringJitter(t *testing.T) {
 }
 
 func TestTriggerResetsTicker(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 10})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 10})
 	e.pods.set(runningPod(epoch))
 	start(t, w)
 	recv(t, e.clock.armed, "ticker")
@@ -268,7 +268,7 @@ func TestTriggerResetsTicker(t *testing.T) {
 }
 
 func TestTriggerNeverBlocks(t *testing.T) {
-	_, w := newEnv(t, prober.Readiness, v1.Probe{})
+	_, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	for i := 0; i < 5; i++ {
 		w.Trigger()
 	}
@@ -278,7 +278,7 @@ func TestTriggerNeverBlocks(t *testing.T) {
 }
 
 func TestZeroPeriodFallsBackToDefault(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{}, func(c *Config) {
 		s := *c.Spec
 		s.PeriodSeconds = 0
 		c.Spec = &s
@@ -290,7 +290,7 @@ func TestZeroPeriodFallsBackToDefault(t *testing.T) {
 }
 
 func TestRunEndsWhenPodTerminates(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	pod := runningPod(epoch)
 	e.pods.set(pod)
 	start(t, w)
@@ -310,7 +310,7 @@ func TestRunEndsWhenPodTerminates(t *testing.T) {
 }
 
 func TestCleanUp(t *testing.T) {
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness} {
 		t.Run(pt.String(), func(t *testing.T) {
 			e, w := newEnv(t, pt, v1.Probe{})
 			e.pods.set(runningPod(epoch))
@@ -358,7 +358,7 @@ func TestCleanUp(t *testing.T) {
 }
 
 func TestPanicInRunLoopKeepsWorker(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{})
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
 	e.pods.set(runningPod(epoch))
 	e.prober.panicWith = "boom"
 	start(t, w)

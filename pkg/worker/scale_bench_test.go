@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -126,7 +126,7 @@ func BenchmarkSeries50k(b *testing.B) {
 				m := NewMetrics(prometheus.NewRegistry())
 				ss := make([]series, scaleWorkers)
 				for i := range ss {
-					ss[i] = newSeries(prober.Readiness, "app", fmt.Sprintf("pod-%d", i), "ns", fmt.Sprintf("uid-%d", i))
+					ss[i] = newSeries(probespec.Readiness, "app", fmt.Sprintf("pod-%d", i), "ns", fmt.Sprintf("uid-%d", i))
 					m.observeProbe(&ss[i], results.Success, 0.001)
 				}
 				observe = func(i int) { m.observeProbe(&ss[i%scaleWorkers], results.Success, 0.002) }

@@ -11,12 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
 func TestSnapshot(t *testing.T) {
-	e, w := newEnv(t, prober.Liveness, v1.Probe{FailureThreshold: 3})
+	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 3})
 	e.pods.set(runningPod(epoch))
 
 	s := w.Snapshot()

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -16,7 +16,7 @@ import (
 // prober, the failure threshold still counts probes, and the result is
 // published once per transition.
 func TestSubSecondPeriod(t *testing.T) {
-	e, w := newEnv(t, prober.Readiness, v1.Probe{PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3}, func(c *Config) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{PeriodSeconds: 10, TimeoutSeconds: 1, FailureThreshold: 3}, func(c *Config) {
 		c.Period, c.Timeout = 100*time.Millisecond, 50*time.Millisecond
 	})
 	e.pods.set(runningPod(epoch))

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -34,7 +35,7 @@ type Config struct {
 	// Container is the target container's spec; the worker keeps the
 	// pointer (no copy per worker) and never mutates it. Required.
 	Container *v1.Container
-	ProbeType prober.ProbeType
+	ProbeType probespec.ProbeType
 	// Spec is the probe, already defaulted and validated.
 	Spec *v1.Probe
 
@@ -83,7 +84,7 @@ type Config struct {
 	// the worker's Session keeps its connection between runs.
 	KeepAlive bool
 	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
-	HTTPCheck *prober.HTTPCheck
+	HTTPCheck *probespec.HTTPCheck
 	// Period and Timeout replace the spec's periodSeconds and
 	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
 	// "probed.io/timeoutMilliseconds").
@@ -182,11 +183,11 @@ func New(cfg Config) *Worker {
 // initialValue is the kubelet's result for a new container instance:
 // readiness fails until proven, liveness passes until disproven, startup is
 // unknown.
-func initialValue(t prober.ProbeType) results.Result {
+func initialValue(t probespec.ProbeType) results.Result {
 	switch t {
-	case prober.Readiness:
+	case probespec.Readiness:
 		return results.Failure
-	case prober.Liveness:
+	case probespec.Liveness:
 		return results.Success
 	}
 	return results.Unknown

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/podinformer"
 )
 
 // Issue 12 item 4: the pod informer drops managedFields. This measures what
@@ -66,7 +66,7 @@ func TestInformerMemoryPerPod(t *testing.T) {
 		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
 	}
 	full := perPod(nil)
-	stripped := perPod(manager.StripManagedFields)
+	stripped := perPod(podinformer.StripManagedFields)
 	t.Logf("informer cache per pod (2 containers, %d managedFields entries): %.0f B with managedFields, %.0f B without (%.2fx)",
 		len(list.Items[0].ManagedFields), full, stripped, stripped/full)
 	if stripped >= full {

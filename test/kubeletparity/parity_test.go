@@ -14,7 +14,9 @@ import (
 	httpprobe "k8s.io/kubernetes/pkg/probe/http"
 
 	"github.com/probed-dev/probed/internal/probetext"
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -113,7 +115,7 @@ func probedProbe(spec *v1.Probe, container *v1.Container, podIP string, opts pro
 	s := &sink{}
 	session := prober.NewSession()
 	defer session.Close()
-	res, out, err := prober.New(nil, opts).Probe(context.Background(), prober.Readiness, spec,
+	res, out, err := prober.New(nil, opts).Probe(context.Background(), probespec.Readiness, spec,
 		prober.Target{PodIP: podIP, PodIPs: []string{podIP}, Ports: container.Ports, Session: session}, s)
 	o := outcome{result: "failure", output: out, events: s.events}
 	if res == results.Success {
@@ -158,10 +160,10 @@ func compareOn(t *testing.T, spec *v1.Probe, container *v1.Container, http bool,
 	k := kubeletProbe(spec, container, "127.0.0.1")
 	mid := requests()
 	kr := mid - before
-	for _, policy := range []prober.HostPolicy{prober.HostPolicyKubelet, prober.HostPolicyDenyNodeLocal} {
+	for _, policy := range []hostpolicy.Policy{hostpolicy.Kubelet, hostpolicy.DenyNodeLocal} {
 		opts := prober.Options{}
-		if policy != prober.HostPolicyKubelet {
-			opts.HostGuard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+		if policy != hostpolicy.Kubelet {
+			opts.HostGuard = hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{})
 		}
 		p := probedProbe(spec, container, "127.0.0.1", opts)
 		after := requests()

@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -73,7 +73,7 @@ func TestKillOfARemovedContainerIsDone(t *testing.T) {
 					}
 				}}
 				budget := restartguard.NewBudget(10, nil)
-				w, events, stop := ownedWorker(runtime, c, c.RuntimeID(), prober.Liveness, &v1.Probe{
+				w, events, stop := ownedWorker(runtime, c, c.RuntimeID(), probespec.Liveness, &v1.Probe{
 					ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}},
 					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
 				}, func(cfg *worker.Config, events *eventLog) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/probetext"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -69,7 +70,7 @@ func startProbe(p *prober.Prober, spec *v1.Probe, target prober.Target, ns *os.F
 	done := make(chan outcome, 1)
 	run := func() {
 		sink := &hostileSink{}
-		res, out, err := p.Probe(context.Background(), prober.Readiness, spec, target, sink)
+		res, out, err := p.Probe(context.Background(), probespec.Readiness, spec, target, sink)
 		done <- outcome{res: res, out: out, err: err, events: sink.all()}
 	}
 	if ns == nil {

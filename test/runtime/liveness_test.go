@@ -17,6 +17,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -89,7 +90,7 @@ func startLivenessWorker(rt cri.Runtime, name, id string, probe *v1.Probe) (w *w
 	events = &eventLog{}
 	w = worker.New(worker.Config{
 		PodUID: uid, PodNamespace: "ns", PodName: name,
-		Container: &v1.Container{Name: "app"}, ProbeType: prober.Liveness, Spec: probe,
+		Container: &v1.Container{Name: "app"}, ProbeType: probespec.Liveness, Spec: probe,
 		Prober:   prober.New(rt, prober.Options{}),
 		Pods:     pods,
 		Results:  results.NewManager(),

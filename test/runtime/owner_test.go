@@ -18,6 +18,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -27,7 +28,7 @@ import (
 // status names containerID (c's own, or a spoofed one), in a real worker
 // with the real RuntimeKiller, on rt as probed wires it; opts change its
 // configuration. stop ends it and waits.
-func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt prober.ProbeType, probe *v1.Probe, opts ...func(*worker.Config, *eventLog)) (w *worker.Worker, events *eventLog, stop func()) {
+func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt probespec.ProbeType, probe *v1.Probe, opts ...func(*worker.Config, *eventLog)) (w *worker.Worker, events *eventLog, stop func()) {
 	grace := int64(2)
 	pods := &podSource{pod: &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: c.PodName, Namespace: c.PodNamespace, UID: types.UID(c.PodUID)},
@@ -93,9 +94,9 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 			ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "touch /tmp/pwned; exit 1"}}},
 			PeriodSeconds: 1, TimeoutSeconds: 5, SuccessThreshold: 1, FailureThreshold: 1,
 		}
-		execW, execEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), prober.Liveness, mark)
+		execW, execEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), probespec.Liveness, mark)
 		defer stop()
-		_, killEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), prober.Liveness, &v1.Probe{
+		_, killEvents, stop := ownedWorker(l, tenant, victim.RuntimeID(), probespec.Liveness, &v1.Probe{
 			ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}},
 			PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
 		})
@@ -138,7 +139,7 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 		}
 
 		// The tenant's own container ID: the same exec runs there.
-		own, _, stop := ownedWorker(l, tenant, tenant.RuntimeID(), prober.Readiness, mark)
+		own, _, stop := ownedWorker(l, tenant, tenant.RuntimeID(), probespec.Readiness, mark)
 		defer stop()
 		poll(t, "the probe run in the tenant's own container", 15*time.Second, func() bool {
 			return own.Snapshot().LastResult == "failure"

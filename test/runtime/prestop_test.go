@@ -12,7 +12,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/lifecycle"
-	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
@@ -54,7 +54,7 @@ func TestPreStopExecHook(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					start := time.Now()
-					if err := k.Kill(ctx, pod, container, c.RuntimeID(), prober.Liveness, nil); err != nil {
+					if err := k.Kill(ctx, pod, container, c.RuntimeID(), probespec.Liveness, nil); err != nil {
 						t.Fatalf("Kill: %v", err)
 					}
 					took := time.Since(start)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -215,7 +216,7 @@ type switchProber struct {
 	last map[string]time.Time // by container ID and probe type
 }
 
-func (s *switchProber) Probe(ctx context.Context, pt prober.ProbeType, spec *v1.Probe, tg prober.Target, ev prober.EventSink) (results.Result, string, error) {
+func (s *switchProber) Probe(ctx context.Context, pt probespec.ProbeType, spec *v1.Probe, tg prober.Target, ev prober.EventSink) (results.Result, string, error) {
 	s.mu.Lock()
 	s.last[tg.ContainerID+"/"+pt.String()] = time.Now()
 	s.mu.Unlock()
@@ -258,7 +259,7 @@ func runShareVariant(t *testing.T, h *ctrd.Containerd, rt cri.Runtime, cfg share
 	wreg := prometheus.NewRegistry()
 	wm := worker.NewMetrics(wreg)
 	start := time.Now() // workers created now wait a random part of a period, as in the kubelet
-	for _, pt := range []prober.ProbeType{prober.Liveness, prober.Readiness} {
+	for _, pt := range []probespec.ProbeType{probespec.Liveness, probespec.Readiness} {
 		rm := results.NewManager()
 		go func() {
 			for {
@@ -341,7 +342,7 @@ func runShareVariant(t *testing.T, h *ctrd.Containerd, rt cri.Runtime, cfg share
 	res.ExpectedSaving = d / float64(cfg.Period.Milliseconds())
 	sw.mu.Lock()
 	for _, id := range ids {
-		l, r := sw.last[id+"/"+prober.Liveness.String()], sw.last[id+"/"+prober.Readiness.String()]
+		l, r := sw.last[id+"/"+probespec.Liveness.String()], sw.last[id+"/"+probespec.Readiness.String()]
 		gap := (l.Sub(r) % cfg.Period).Abs()
 		gap = min(gap, cfg.Period-gap)
 		g := float64(gap.Microseconds()) / 1e3

@@ -11,7 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/test/bench/benchkit"
 )
@@ -71,13 +73,13 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 	if err != nil {
 		return nil, err
 	}
-	var guard *prober.HostGuard
+	var guard *hostpolicy.Guard
 	if hostPolicy != "" {
-		policy, err := prober.ParseHostPolicy(hostPolicy)
+		policy, err := hostpolicy.Parse(hostPolicy)
 		if err != nil {
 			return nil, err
 		}
-		guard = prober.NewHostGuard(policy, prober.HostGuardOptions{})
+		guard = hostpolicy.NewGuard(policy, hostpolicy.GuardOptions{})
 	}
 	p := prober.New(nil, prober.Options{TCPClose: mode, HostGuard: guard})
 	target := prober.Target{
@@ -98,7 +100,7 @@ func makeProbe(proto, host string, port int) (benchkit.Probe, error) {
 		default:
 			t.Session = prober.NewSession()
 		}
-		res, out, err := p.Probe(ctx, prober.Readiness, spec, t, sink)
+		res, out, err := p.Probe(ctx, probespec.Readiness, spec, t, sink)
 		select {
 		case sessions <- t.Session:
 		default:

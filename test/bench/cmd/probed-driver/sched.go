@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 
-	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
@@ -55,7 +57,7 @@ type tickProber struct {
 	rec *benchkit.Recorder
 }
 
-func (p *tickProber) Probe(context.Context, prober.ProbeType, *v1.Probe, prober.Target, prober.EventSink) (results.Result, string, error) {
+func (p *tickProber) Probe(context.Context, probespec.ProbeType, *v1.Probe, prober.Target, prober.EventSink) (results.Result, string, error) {
 	p.rec.Tick(p.i)
 	return results.Success, "", nil
 }
@@ -120,7 +122,7 @@ func (s *sched) Start() error {
 		c := &pod.Spec.Containers[0]
 		w := worker.New(worker.Config{
 			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
-			Container: c, ProbeType: prober.Readiness, Spec: c.ReadinessProbe,
+			Container: c, ProbeType: probespec.Readiness, Spec: c.ReadinessProbe,
 			Prober: &s.probers[i], Pods: s.pods, Results: rm,
 			DaemonStart: start, Metrics: metrics, Scheduler: scheduler, Watches: watches,
 			Period: subSecond(s.period),

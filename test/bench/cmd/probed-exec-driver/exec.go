@@ -19,6 +19,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/test/bench/benchkit"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -127,7 +128,7 @@ func runExec(args []string) (any, error) {
 	target := prober.Target{PodIP: "127.0.0.1", ContainerID: c.RuntimeID()}
 	probeWith := func(p *prober.Prober) benchkit.Probe {
 		return func(ctx context.Context) error {
-			r, out, err := p.Probe(ctx, prober.Liveness, spec, target, noEvents{})
+			r, out, err := p.Probe(ctx, probespec.Liveness, spec, target, noEvents{})
 			if err != nil {
 				return err
 			}

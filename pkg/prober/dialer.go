@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"slices"
 	"syscall"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // Every connection a network probe opens is dialed by a net.Dialer made
@@ -23,24 +25,24 @@ import (
 // guard and the probed pod's own IPs. A nil guard, or the kubelet policy,
 // checks nothing.
 type scope struct {
-	guard  *HostGuard
+	guard  *hostpolicy.Guard
 	podIPs []netip.Addr
 }
 
 // scopeOf returns the scope of probes of target's pod: its IPs, and the
 // pod IP unless the IPs were verified without it.
-func scopeOf(g *HostGuard, target Target) scope {
-	if !g.active() {
+func scopeOf(g *hostpolicy.Guard, target Target) scope {
+	if !g.Active() {
 		return scope{}
 	}
-	ips := ParsePodIPs(target.PodIPs...)
-	if pod := ParsePodIPs(target.PodIP); !target.PodIPsVerified && len(pod) == 1 && !slices.Contains(ips, pod[0]) {
+	ips := hostpolicy.ParsePodIPs(target.PodIPs...)
+	if pod := hostpolicy.ParsePodIPs(target.PodIP); !target.PodIPsVerified && len(pod) == 1 && !slices.Contains(ips, pod[0]) {
 		ips = append(ips, pod[0])
 	}
 	return scope{guard: g, podIPs: ips}
 }
 
-func (s scope) active() bool { return s.guard.active() }
+func (s scope) active() bool { return s.guard.Active() }
 
 // checkHost judges a host as written (httpGet.host, tcpSocket.host, a
 // redirect's host or the pod IP) before anything is dialed: an IP literal,
@@ -118,10 +120,3 @@ func (s scope) redirectPolicy(req *http.Request, via []*http.Request) error {
 // maxRedirects is how many requests one probe may make, as in Go's and the
 // kubelet's redirect policy: the 10th redirect in a row is refused.
 const maxRedirects = 10
-
-// isRefused reports whether err, however wrapped (url.Error, net.OpError),
-// is a host policy refusal.
-func isRefused(err error) bool {
-	var re *RefusedError
-	return errors.As(err, &re)
-}

@@ -1,4 +1,4 @@
-package prober
+package hostpolicy
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/security.md's den
 
 // The table's place in docs/security.md.
 const (
-	tableBegin = "<!-- BEGIN deny-node-local table: generated from pkg/prober/hostguard_table.go; go test ./pkg/prober -run TestNodeLocalTableInDocs -update-docs -->\n"
+	tableBegin = "<!-- BEGIN deny-node-local table: generated from pkg/hostpolicy/table.go; go test ./pkg/hostpolicy -run TestNodeLocalTableInDocs -update-docs -->\n"
 	tableEnd   = "<!-- END deny-node-local table -->\n"
 )
 
@@ -46,7 +46,7 @@ func TestNodeLocalTableInDocs(t *testing.T) {
 // TestNodeLocalTableRefusesWhatItLists: the guard refuses the first and
 // the last address of every fixed row's ranges, with the row's reason.
 func TestNodeLocalTableRefusesWhatItLists(t *testing.T) {
-	g := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{InterfaceAddrs: staticAddrs()})
+	g := NewGuard(DenyNodeLocal, GuardOptions{InterfaceAddrs: staticAddrs()})
 	for _, r := range nodeLocalRules {
 		for _, p := range r.prefixes {
 			for _, a := range []netip.Addr{p.Masked().Addr(), lastAddr(p)} {

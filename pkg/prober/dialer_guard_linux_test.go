@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/probed-dev/probed/pkg/hostpolicy"
 )
 
 // TestGuardedDialerSetsLinger: the guarded dialer checks the address and
@@ -18,7 +20,7 @@ func TestGuardedDialerSetsLinger(t *testing.T) {
 		t.Skipf("listen: %v", err)
 	}
 	defer func() { _ = l.Close() }()
-	g := guardFor(HostPolicyDenyNodeLocal)
+	g := guardFor(hostpolicy.DenyNodeLocal)
 	c, err := scopeOf(g, podTarget).dialer(true).DialContext(context.Background(), "tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)

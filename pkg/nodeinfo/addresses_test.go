@@ -1,4 +1,4 @@
-package manager
+package nodeinfo
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestNodeAddresses(t *testing.T) {
 		gets++
 		return false, nil, nil
 	})
-	read := NodeAddresses(client, "n1")
+	read := Addresses(client, "n1")
 	for range 3 {
 		got, err := read(context.Background())
 		if err != nil || fmt.Sprint(got) != "[10.0.0.7 203.0.113.7]" {
@@ -46,7 +46,7 @@ func TestNodeAddresses(t *testing.T) {
 		gets++
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", fmt.Errorf("rbac"))
 	})
-	read = NodeAddresses(denied, "n1")
+	read = Addresses(denied, "n1")
 	for range 3 {
 		if got, err := read(context.Background()); err != nil || len(got) != 0 {
 			t.Fatalf("forbidden: %v, %v", got, err)
@@ -57,7 +57,7 @@ func TestNodeAddresses(t *testing.T) {
 	}
 
 	// Other errors are returned, so the guard keeps what it had.
-	missing := NodeAddresses(fake.NewClientset(), "n1")
+	missing := Addresses(fake.NewClientset(), "n1")
 	if _, err := missing(context.Background()); err == nil {
 		t.Error("missing Node: no error")
 	}

@@ -1,4 +1,4 @@
-package manager
+package nodeinfo
 
 import (
 	"context"
@@ -45,14 +45,14 @@ func KubeletMinor(kubeletVersion string) (string, error) {
 	return minor, nil
 }
 
-// NodeUserAgentVersion is the "<major>.<minor>" probes put in their
+// UserAgentVersion is the "<major>.<minor>" probes put in their
 // User-Agent (kube-probe/<major>.<minor>) and lifecycle hooks in theirs
 // (kube-lifecycle/...): the kubelet's own, read from the Node's
 // status.nodeInfo.kubeletVersion, as the kubelet sends its compiled-in
 // version. It asks for up to 15 s while the Node is not there yet;
 // if the Node cannot be read or its version parsed, it logs why and
-// returns fallback. FollowNodeVersion keeps it current afterwards.
-func NodeUserAgentVersion(ctx context.Context, client kubernetes.Interface, nodeName, fallback string) string {
+// returns fallback. FollowKubeletVersion keeps it current afterwards.
+func UserAgentVersion(ctx context.Context, client kubernetes.Interface, nodeName, fallback string) string {
 	var minor string
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, nodeVersionWait, true, func(ctx context.Context) (bool, error) {
@@ -93,14 +93,14 @@ func kubeletVersionOnly(obj any) (any, error) {
 	return obj, nil
 }
 
-// FollowNodeVersion keeps ua at the version of the kubelet on nodeName
+// FollowKubeletVersion keeps ua at the version of the kubelet on nodeName
 // until ctx ends: the kubelet of a node upgraded in place sends its new
 // version from its restart on, and so do the next probes. It watches that
 // one Node (a field selector on its name: one object, updated when the
 // kubelet reports a change of its status), which needs list and watch on
 // nodes. Where they are refused, it says so once and returns, and ua keeps
 // the version read at start.
-func FollowNodeVersion(ctx context.Context, client kubernetes.Interface, nodeName string, ua *prober.UserAgent) {
+func FollowKubeletVersion(ctx context.Context, client kubernetes.Interface, nodeName string, ua *prober.UserAgent) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,

@@ -1,4 +1,4 @@
-package manager
+package nodeinfo
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // node of a large cluster would add up.
 const nodeAddressTTL = 10 * time.Minute
 
-// NodeAddresses returns a prober.HostGuardOptions.NodeAddrs that reads the
+// Addresses returns a hostpolicy.GuardOptions.NodeAddrs that reads the
 // IP addresses in the Node's status.addresses (host names are skipped), at
 // most once every 10 minutes.
 //
@@ -25,7 +25,7 @@ const nodeAddressTTL = 10 * time.Minute
 // API server refuses, the first refusal is logged and the Node is not asked
 // again, and the guard makes do with the node's interface addresses, which
 // cover every address but a NATed external one.
-func NodeAddresses(client kubernetes.Interface, nodeName string) func(context.Context) ([]netip.Addr, error) {
+func Addresses(client kubernetes.Interface, nodeName string) func(context.Context) ([]netip.Addr, error) {
 	var (
 		mu      sync.Mutex
 		denied  bool

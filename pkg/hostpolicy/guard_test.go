@@ -1,4 +1,4 @@
-package prober
+package hostpolicy
 
 import (
 	"context"
@@ -26,27 +26,27 @@ func staticAddrs(s ...string) func() ([]netip.Addr, error) {
 }
 
 func TestParseHostPolicy(t *testing.T) {
-	for in, want := range map[string]HostPolicy{
-		"":                HostPolicyDenyNodeLocal,
-		"deny-node-local": HostPolicyDenyNodeLocal,
-		"pod-ips":         HostPolicyPodIPs,
-		"kubelet":         HostPolicyKubelet,
+	for in, want := range map[string]Policy{
+		"":                DenyNodeLocal,
+		"deny-node-local": DenyNodeLocal,
+		"pod-ips":         PodIPs,
+		"kubelet":         Kubelet,
 	} {
-		got, err := ParseHostPolicy(in)
+		got, err := Parse(in)
 		if err != nil || got != want {
-			t.Errorf("ParseHostPolicy(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("Parse(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"Kubelet", "none", "deny"} {
-		if _, err := ParseHostPolicy(bad); err == nil {
-			t.Errorf("ParseHostPolicy(%q) accepted", bad)
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
 		}
 	}
-	var p HostPolicy
+	var p Policy
 	if p.String() != "deny-node-local" {
-		t.Errorf("zero HostPolicy prints %q", p.String())
+		t.Errorf("zero Policy prints %q", p.String())
 	}
-	if err := p.Set("pod-ips"); err != nil || p != HostPolicyPodIPs {
+	if err := p.Set("pod-ips"); err != nil || p != PodIPs {
 		t.Errorf("Set = %v, %q", err, p)
 	}
 }
@@ -54,10 +54,10 @@ func TestParseHostPolicy(t *testing.T) {
 // TestHostGuardRules walks every rule of every policy, address by address.
 func TestHostGuardRules(t *testing.T) {
 	node := staticAddrs("127.0.0.1", "::1", "10.20.0.7", "fe80::1", "2001:db8::7")
-	deny := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{InterfaceAddrs: node})
-	podOnly := NewHostGuard(HostPolicyPodIPs, HostGuardOptions{InterfaceAddrs: node})
-	kubelet := NewHostGuard(HostPolicyKubelet, HostGuardOptions{InterfaceAddrs: node})
-	var none *HostGuard
+	deny := NewGuard(DenyNodeLocal, GuardOptions{InterfaceAddrs: node})
+	podOnly := NewGuard(PodIPs, GuardOptions{InterfaceAddrs: node})
+	kubelet := NewGuard(Kubelet, GuardOptions{InterfaceAddrs: node})
+	var none *Guard
 	pod := addrs("127.0.0.9", "fd00::9")
 
 	const (
@@ -146,7 +146,7 @@ func TestHostGuardRules(t *testing.T) {
 		{"2002:808:808::1", ok, notPod},
 		{"::ffff:0:808:808", ok, notPod},
 	}
-	check := func(t *testing.T, g *HostGuard, addr, want string) {
+	check := func(t *testing.T, g *Guard, addr, want string) {
 		t.Helper()
 		err := g.CheckAddr(netip.MustParseAddr(addr), pod)
 		if want == "" {
@@ -183,7 +183,7 @@ func TestHostGuardRules(t *testing.T) {
 }
 
 func TestHostGuardCheckHost(t *testing.T) {
-	g := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{InterfaceAddrs: staticAddrs()})
+	g := NewGuard(DenyNodeLocal, GuardOptions{InterfaceAddrs: staticAddrs()})
 	pod := addrs("127.0.0.9")
 	if err := g.CheckHost("127.0.0.9", pod); err != nil {
 		t.Errorf("pod IP refused: %v", err)
@@ -199,7 +199,7 @@ func TestHostGuardCheckHost(t *testing.T) {
 	if err := g.CheckHost("", pod); err == nil || !strings.Contains(err.Error(), "no host and no pod IP") {
 		t.Errorf("empty host: %v", err)
 	}
-	if err := NewHostGuard(HostPolicyKubelet, HostGuardOptions{}).CheckHost("", nil); err != nil {
+	if err := NewGuard(Kubelet, GuardOptions{}).CheckHost("", nil); err != nil {
 		t.Errorf("kubelet policy refused an empty host: %v", err)
 	}
 }
@@ -213,7 +213,7 @@ func TestHostGuardRefreshesNodeAddresses(t *testing.T) {
 	var ifErr error
 	nodeAddrs := addrs("203.0.113.1")
 	var nodeErr error
-	g := NewHostGuard(HostPolicyDenyNodeLocal, HostGuardOptions{
+	g := NewGuard(DenyNodeLocal, GuardOptions{
 		InterfaceAddrs: func() ([]netip.Addr, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -265,6 +265,30 @@ func TestHostGuardRefreshesNodeAddresses(t *testing.T) {
 	mu.Unlock()
 	clk.Step(30 * time.Second)
 	waitFor(t, "removed addresses forgotten", func() bool { return !refused("10.0.0.2") && !refused("203.0.113.1") })
+}
+
+// A hostNetwork pod's own IPs are the Node's status addresses, or its
+// interfaces' while those are unknown; never a fixed node-local address.
+func TestIsNodeAddr(t *testing.T) {
+	ifaces := staticAddrs("127.0.0.1", "::1", "10.9.9.9", "169.254.10.1", "10.244.0.1")
+	for _, policy := range []Policy{DenyNodeLocal, PodIPs} {
+		g := NewGuard(policy, GuardOptions{InterfaceAddrs: ifaces,
+			NodeAddrs: func(context.Context) ([]netip.Addr, error) { return addrs("10.9.9.9", "203.0.113.7"), nil }})
+		for addr, want := range map[string]bool{"10.9.9.9": true, "10.244.0.1": true, "203.0.113.7": false, "127.0.0.1": false, "169.254.10.1": false, "169.254.169.254": false, "10.1.0.5": false} {
+			if got := g.IsNodeAddr(netip.MustParseAddr(addr)); got != want {
+				t.Errorf("%s, interfaces only: IsNodeAddr(%s) = %v, want %v", policy, addr, got, want)
+			}
+		}
+		g.Refresh(context.Background())
+		for addr, want := range map[string]bool{"10.9.9.9": true, "203.0.113.7": true, "::ffff:10.9.9.9": true, "10.244.0.1": false, "127.0.0.1": false} {
+			if got := g.IsNodeAddr(netip.MustParseAddr(addr)); got != want {
+				t.Errorf("%s, with the Node's: IsNodeAddr(%s) = %v, want %v", policy, addr, got, want)
+			}
+		}
+	}
+	if NewGuard(Kubelet, GuardOptions{InterfaceAddrs: ifaces}).IsNodeAddr(netip.MustParseAddr("10.9.9.9")) {
+		t.Error("the kubelet policy checks nothing, so knows no node address")
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

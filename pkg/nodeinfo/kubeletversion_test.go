@@ -1,4 +1,4 @@
-package manager
+package nodeinfo
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/probed-dev/probed/internal/informertest"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
@@ -65,7 +66,7 @@ func TestNodeUserAgentVersion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status:     v1.NodeStatus{NodeInfo: v1.NodeSystemInfo{KubeletVersion: "v1.36.3"}},
 	})
-	if got := NodeUserAgentVersion(context.Background(), client, "n1", "1.34"); got != "1.36" {
+	if got := UserAgentVersion(context.Background(), client, "n1", "1.34"); got != "1.36" {
 		t.Errorf("version %q, want 1.36", got)
 	}
 	denied := fake.NewClientset()
@@ -73,12 +74,12 @@ func TestNodeUserAgentVersion(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", fmt.Errorf("rbac"))
 	})
 	// Refused: the fallback at once, with no asking again.
-	if got := NodeUserAgentVersion(context.Background(), denied, "n1", "1.34"); got != "1.34" {
+	if got := UserAgentVersion(context.Background(), denied, "n1", "1.34"); got != "1.34" {
 		t.Errorf("forbidden: version %q, want the fallback", got)
 	}
 	// A Node without a version: the fallback at once.
 	bare := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
-	if got := NodeUserAgentVersion(context.Background(), bare, "n1", "1.34"); got != "1.34" {
+	if got := UserAgentVersion(context.Background(), bare, "n1", "1.34"); got != "1.34" {
 		t.Errorf("no version: %q, want the fallback", got)
 	}
 }
@@ -101,12 +102,12 @@ func TestUserAgentFollowsTheNode(t *testing.T) {
 	}))
 	defer srv.Close()
 	port, _ := strconv.Atoi(srv.URL[strings.LastIndex(srv.URL, ":")+1:])
-	ua := prober.NewUserAgent(NodeUserAgentVersion(context.Background(), client, "n1", "1.34"))
+	ua := prober.NewUserAgent(UserAgentVersion(context.Background(), client, "n1", "1.34"))
 	p := prober.New(nil, prober.Options{UserAgent: ua})
 	probe := func() string {
 		t.Helper()
 		spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Port: intstr.FromInt32(int32(port))}}, TimeoutSeconds: 5}
-		if r, out, err := p.Probe(context.Background(), prober.Readiness, spec, prober.Target{PodIP: "127.0.0.1"}, nil); err != nil || r != results.Success {
+		if r, out, err := p.Probe(context.Background(), probespec.Readiness, spec, prober.Target{PodIP: "127.0.0.1"}, nil); err != nil || r != results.Success {
 			t.Fatalf("probe: %v %q %v", r, out, err)
 		}
 		return <-agents
@@ -117,7 +118,7 @@ func TestUserAgentFollowsTheNode(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); FollowNodeVersion(ctx, client, "n1", ua) }()
+	go func() { defer close(done); FollowKubeletVersion(ctx, client, "n1", ua) }()
 	defer func() { cancel(); <-done }()
 	informertest.Wait(t, watching)
 
@@ -144,11 +145,11 @@ func TestFollowNodeVersionForbidden(t *testing.T) {
 	})
 	ua := prober.NewUserAgent("1.35")
 	done := make(chan struct{})
-	go func() { defer close(done); FollowNodeVersion(context.Background(), client, "n1", ua) }()
+	go func() { defer close(done); FollowKubeletVersion(context.Background(), client, "n1", ua) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("FollowNodeVersion still running after a Forbidden list")
+		t.Fatal("FollowKubeletVersion still running after a Forbidden list")
 	}
 	if ua.Version() != "1.35" {
 		t.Errorf("version %q, want the one read at start", ua.Version())

@@ -1,4 +1,4 @@
-package manager
+package main
 
 import (
 	"fmt"
@@ -9,40 +9,40 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// ContainerRecorder addresses events to one container of a pod, the way the
+// containerRecorder addresses events to one container of a pod, the way the
 // kubelet does, so that `kubectl describe pod` shows them against the container.
-type ContainerRecorder struct {
+type containerRecorder struct {
 	Recorder record.EventRecorder
 }
 
 // Event records an event on the container's field path; an empty container
 // name addresses the pod itself.
-func (r ContainerRecorder) Event(pod *v1.Pod, container, eventType, reason, message string) {
+func (r containerRecorder) Event(pod *v1.Pod, container, eventType, reason, message string) {
 	if r.Recorder == nil || pod == nil {
 		return
 	}
-	r.Recorder.Event(ContainerRef(pod, container), eventType, reason, capEventMessage(message))
+	r.Recorder.Event(containerRef(pod, container), eventType, reason, capEventMessage(message))
 }
 
-// MaxEventMessageBytes caps an event's message. Probe bodies are cut at
+// maxEventMessageBytes caps an event's message. Probe bodies are cut at
 // 10 KiB, but net/http's error texts quote the response (a malformed
 // status line, a Location URL), so a hostile target could otherwise make
 // the kubelet's text, and its Unhealthy event, several MiB long.
-const MaxEventMessageBytes = 12 << 10
+const maxEventMessageBytes = 12 << 10
 
 func capEventMessage(m string) string {
-	if len(m) <= MaxEventMessageBytes {
+	if len(m) <= maxEventMessageBytes {
 		return m
 	}
-	cut := MaxEventMessageBytes
+	cut := maxEventMessageBytes
 	for cut > 0 && !utf8.RuneStart(m[cut]) {
 		cut--
 	}
 	return m[:cut] + "... (" + strconv.Itoa(len(m)-cut) + " more bytes)"
 }
 
-// ContainerRef is the object reference of a pod's container, with the kubelet's field path.
-func ContainerRef(pod *v1.Pod, container string) *v1.ObjectReference {
+// containerRef is the object reference of a pod's container, with the kubelet's field path.
+func containerRef(pod *v1.Pod, container string) *v1.ObjectReference {
 	ref := &v1.ObjectReference{
 		Kind:            "Pod",
 		APIVersion:      "v1",

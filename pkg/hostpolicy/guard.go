@@ -1,7 +1,8 @@
-package prober
+package hostpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -14,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultNodeAddressRefresh is how often a HostGuard rereads the node's
+// DefaultNodeAddressRefresh is how often a Guard rereads the node's
 // own addresses.
 const DefaultNodeAddressRefresh = time.Minute
 
@@ -27,7 +28,7 @@ type RefusedError struct {
 	// Reason says what the address is, e.g. "loopback" or "link-local/metadata".
 	Reason string
 	// Policy is the policy that refused it.
-	Policy HostPolicy
+	Policy Policy
 }
 
 func (e *RefusedError) Error() string {
@@ -35,6 +36,13 @@ func (e *RefusedError) Error() string {
 		return fmt.Sprintf("%s, refused by --probe-host-policy=%s", e.Reason, e.Policy)
 	}
 	return fmt.Sprintf("%s is %s, refused by --probe-host-policy=%s", e.Addr, e.Reason, e.Policy)
+}
+
+// IsRefused reports whether err, however wrapped (url.Error, net.OpError),
+// is a host policy refusal.
+func IsRefused(err error) bool {
+	var re *RefusedError
+	return errors.As(err, &re)
 }
 
 // Reasons a RefusedError gives.
@@ -47,8 +55,8 @@ const (
 	refusedNoHost      = "no host and no pod IP (that reaches this node)"
 )
 
-// HostGuardOptions configures a HostGuard. The zero value is valid.
-type HostGuardOptions struct {
+// GuardOptions configures a Guard. The zero value is valid.
+type GuardOptions struct {
 	// InterfaceAddrs lists the addresses of the node's network interfaces.
 	// probed runs with hostNetwork, so its interfaces are the node's. Nil
 	// means every address of every local interface (net.InterfaceAddrs).
@@ -63,9 +71,9 @@ type HostGuardOptions struct {
 	Clock clock.WithTicker
 }
 
-// HostGuard applies a HostPolicy to the addresses network probes connect
-// to. It is safe for concurrent use; a nil *HostGuard checks nothing, like
-// HostPolicyKubelet.
+// Guard applies a Policy to the addresses network probes connect
+// to. It is safe for concurrent use; a nil *Guard checks nothing, like
+// Kubelet.
 //
 // The guard judges addresses, never names: a host name is resolved once, by
 // the dialer, and each resolved address is checked on the socket right
@@ -73,9 +81,9 @@ type HostGuardOptions struct {
 // and another for the connection (DNS rebinding). HTTP redirects are dialed
 // the same way, and a redirect to a refused address literal is refused
 // outright.
-type HostGuard struct {
-	policy  HostPolicy
-	opts    HostGuardOptions
+type Guard struct {
+	policy  Policy
+	opts    GuardOptions
 	refresh time.Duration
 	clock   clock.WithTicker
 	// node holds the node's own addresses, replaced whole on refresh.
@@ -85,12 +93,12 @@ type HostGuard struct {
 	nodeStatus atomic.Pointer[map[netip.Addr]bool]
 }
 
-// NewHostGuard returns a guard for policy. It reads the interface addresses
+// NewGuard returns a guard for policy. It reads the interface addresses
 // at once (cheap, local), so the guard is never empty; Run adds the Node's
 // addresses and refreshes both.
-func NewHostGuard(policy HostPolicy, o HostGuardOptions) *HostGuard {
+func NewGuard(policy Policy, o GuardOptions) *Guard {
 	if policy == "" {
-		policy = HostPolicyDenyNodeLocal
+		policy = DenyNodeLocal
 	}
 	if o.InterfaceAddrs == nil {
 		o.InterfaceAddrs = InterfaceAddrs
@@ -102,7 +110,7 @@ func NewHostGuard(policy HostPolicy, o HostGuardOptions) *HostGuard {
 	if refresh <= 0 {
 		refresh = DefaultNodeAddressRefresh
 	}
-	g := &HostGuard{policy: policy, opts: o, refresh: refresh, clock: o.Clock}
+	g := &Guard{policy: policy, opts: o, refresh: refresh, clock: o.Clock}
 	empty := map[netip.Addr]bool{}
 	g.node.Store(&empty)
 	g.nodeStatus.Store(&empty)
@@ -112,24 +120,25 @@ func NewHostGuard(policy HostPolicy, o HostGuardOptions) *HostGuard {
 	return g
 }
 
-// Policy returns the guard's policy; HostPolicyKubelet for a nil guard.
-func (g *HostGuard) Policy() HostPolicy {
+// Policy returns the guard's policy; Kubelet for a nil guard.
+func (g *Guard) Policy() Policy {
 	if g == nil {
-		return HostPolicyKubelet
+		return Kubelet
 	}
 	return g.policy
 }
 
-// active reports whether the guard checks anything.
-func (g *HostGuard) active() bool { return g != nil && g.policy != HostPolicyKubelet }
+// Active reports whether the guard checks anything: false for a nil guard
+// and for the kubelet policy.
+func (g *Guard) Active() bool { return g != nil && g.policy != Kubelet }
 
 // needsNodeAddrs: deny-node-local refuses the node's addresses, and both
 // policies that check tell a hostNetwork pod's own IPs by them.
-func (g *HostGuard) needsNodeAddrs() bool { return g.active() }
+func (g *Guard) needsNodeAddrs() bool { return g.Active() }
 
 // Run refreshes the node's addresses now and then every Refresh, until ctx
 // ends. It returns at once when the policy does not use them.
-func (g *HostGuard) Run(ctx context.Context) {
+func (g *Guard) Run(ctx context.Context) {
 	if !g.needsNodeAddrs() {
 		return
 	}
@@ -149,13 +158,13 @@ func (g *HostGuard) Run(ctx context.Context) {
 // Refresh rereads the interface and Node addresses. A source that fails
 // keeps its share of the previous set, so a transient error never opens the
 // guard.
-func (g *HostGuard) Refresh(ctx context.Context) {
+func (g *Guard) Refresh(ctx context.Context) {
 	if g.needsNodeAddrs() {
 		g.load(ctx, true)
 	}
 }
 
-func (g *HostGuard) load(ctx context.Context, withNode bool) {
+func (g *Guard) load(ctx context.Context, withNode bool) {
 	prev := *g.node.Load()
 	next := map[netip.Addr]bool{}
 	ifAddrs, err := g.opts.InterfaceAddrs()
@@ -195,8 +204,8 @@ func (g *HostGuard) load(ctx context.Context, withNode bool) {
 // writer of pods/status may put any address in a hostNetwork pod's
 // status.podIPs; only these are the pod's own. It is false for a guard
 // that checks nothing.
-func (g *HostGuard) IsNodeAddr(addr netip.Addr) bool {
-	if !g.active() {
+func (g *Guard) IsNodeAddr(addr netip.Addr) bool {
+	if !g.Active() {
 		return false
 	}
 	a := canonical(addr)
@@ -210,7 +219,7 @@ func (g *HostGuard) IsNodeAddr(addr netip.Addr) bool {
 }
 
 // NodeAddrs returns the node addresses the guard currently refuses, sorted.
-func (g *HostGuard) NodeAddrs() []netip.Addr {
+func (g *Guard) NodeAddrs() []netip.Addr {
 	if g == nil {
 		return nil
 	}
@@ -262,8 +271,8 @@ func ParsePodIPs(ips ...string) []netip.Addr {
 
 // CheckAddr returns a *RefusedError if a probe of a pod with podIPs may not
 // connect to addr, and nil if it may.
-func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
-	if !g.active() {
+func (g *Guard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
+	if !g.Active() {
 		return nil
 	}
 	a := canonical(addr)
@@ -272,7 +281,7 @@ func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
 			return nil // the pod's own IPs are always allowed
 		}
 	}
-	if g.policy == HostPolicyPodIPs {
+	if g.policy == PodIPs {
 		return &RefusedError{Addr: addr.String(), Reason: refusedNotPodIP, Policy: g.policy}
 	}
 	if reason := g.nodeLocal(a); reason != "" {
@@ -282,9 +291,9 @@ func (g *HostGuard) CheckAddr(addr netip.Addr, podIPs []netip.Addr) error {
 }
 
 // nodeLocal says why deny-node-local refuses a canonical address, or "":
-// the fixed rules (hostguard_table.go), the node's own addresses, and
+// the fixed rules (table.go), the node's own addresses, and
 // either of those carried in an IPv6 address (NAT64, 6to4, ...).
-func (g *HostGuard) nodeLocal(a netip.Addr) string {
+func (g *Guard) nodeLocal(a netip.Addr) string {
 	if r := fixedNodeLocal(a); r != "" {
 		return r
 	}
@@ -304,8 +313,8 @@ func (g *HostGuard) nodeLocal(a netip.Addr) string {
 // an empty host, which would reach this node, is refused; a name returns nil
 // because names are only judged by the addresses they resolve to, when the
 // probe dials them.
-func (g *HostGuard) CheckHost(host string, podIPs []netip.Addr) error {
-	if !g.active() {
+func (g *Guard) CheckHost(host string, podIPs []netip.Addr) error {
+	if !g.Active() {
 		return nil
 	}
 	if host == "" {

@@ -1,4 +1,4 @@
-package manager
+package main
 
 import (
 	"strings"
@@ -12,9 +12,9 @@ func TestCapEventMessage(t *testing.T) {
 		t.Errorf("a short message changed: %q", got)
 	}
 	// A multi-byte rune straddles the cap: the cut must not split it.
-	long := strings.Repeat("a", MaxEventMessageBytes-1) + "é" + strings.Repeat("b", 3<<20)
+	long := strings.Repeat("a", maxEventMessageBytes-1) + "é" + strings.Repeat("b", 3<<20)
 	got := capEventMessage(long)
-	if len(got) > MaxEventMessageBytes+64 {
+	if len(got) > maxEventMessageBytes+64 {
 		t.Errorf("capped message is %d bytes", len(got))
 	}
 	if !utf8.ValidString(got) {

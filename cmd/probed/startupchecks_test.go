@@ -1,4 +1,4 @@
-package status
+package main
 
 import (
 	"context"
@@ -19,9 +19,9 @@ func TestNodeClaimError(t *testing.T) {
 		ui   authnv1.UserInfo
 		want string // "" for no error
 	}{
-		{"bound to this node", authnv1.UserInfo{Username: sa, Extra: map[string]authnv1.ExtraValue{NodeNameExtra: {"node-a"}}}, ""},
+		{"bound to this node", authnv1.UserInfo{Username: sa, Extra: map[string]authnv1.ExtraValue{nodeNameExtra: {"node-a"}}}, ""},
 		{"no claim", authnv1.UserInfo{Username: sa}, "carries no authentication.kubernetes.io/node-name claim"},
-		{"other node", authnv1.UserInfo{Username: sa, Extra: map[string]authnv1.ExtraValue{NodeNameExtra: {"node-b"}}}, `bound to node "node-b", but --node-name is "node-a"`},
+		{"other node", authnv1.UserInfo{Username: sa, Extra: map[string]authnv1.ExtraValue{nodeNameExtra: {"node-b"}}}, `bound to node "node-b", but --node-name is "node-a"`},
 		{"a user", authnv1.UserInfo{Username: "kubernetes-admin"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,14 +45,14 @@ func TestCheckNodeClaimAsksTheAPIServer(t *testing.T) {
 		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{
 			Username: "system:serviceaccount:x:probed"}}}, nil
 	})
-	if err := CheckNodeClaim(context.Background(), c, "node-a"); err == nil {
+	if err := checkNodeClaim(context.Background(), c, "node-a"); err == nil {
 		t.Error("a token without the claim passed")
 	}
 	down := fake.NewClientset()
 	down.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	if err := CheckNodeClaim(context.Background(), down, "node-a"); err != nil {
+	if err := checkNodeClaim(context.Background(), down, "node-a"); err != nil {
 		t.Errorf("an unreachable API server failed the start: %v", err)
 	}
 }

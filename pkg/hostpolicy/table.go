@@ -1,4 +1,4 @@
-package prober
+package hostpolicy
 
 import (
 	"fmt"

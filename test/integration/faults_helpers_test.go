@@ -254,6 +254,10 @@ func (r *faultRig) kills() int64 {
 // liveInstances is how many instances the liveness container has had,
 // from the API server; -1 if it cannot tell.
 func (r *faultRig) liveInstances(ctx context.Context) int64 {
+	// A request on a connection the restarted API server left behind can
+	// hang until HTTP/2's ping notices (45 s): bound each one instead.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	p, err := client.CoreV1().Pods(r.e.ns).Get(ctx, faultLivePod, metav1.GetOptions{})
 	if err != nil || len(p.Status.ContainerStatuses) == 0 {
 		return -1

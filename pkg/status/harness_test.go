@@ -151,6 +151,7 @@ func (h *harness) start() {
 		defer close(h.done)
 		h.w.Run(h.ctx)
 	}()
+	h.waitFor("Run to start", func() bool { return h.clock.Waiters() >= idleWaiters })
 }
 
 // stop cancels Run and waits for it to return (after its flush).
@@ -333,21 +334,34 @@ func (a *attempts) get() int {
 	return a.n
 }
 
-// retryAt returns when the pod's next retry is due, once it is in backoff.
+// retryAt returns when the pod's next retry is due, once it is in backoff
+// and the queue's timer for it is set (stepping the clock before that would
+// set the timer late).
 func (h *harness) retryAt(uid types.UID) time.Time {
 	h.t.Helper()
 	var at time.Time
 	h.waitFor("a backoff", func() bool {
 		h.w.mu.Lock()
 		defer h.w.mu.Unlock()
-		at = h.w.pending[uid]
+		at = time.Time{}
+		if e, ok := h.w.pods[uid]; ok {
+			at = e.retryAt
+		}
 		if h.w.outage.active() && h.w.outage.notBefore.After(at) {
 			at = h.w.outage.notBefore
 		}
-		return at.After(h.clock.Now())
+		return at.After(h.clock.Now()) && h.armed()
 	})
 	return at
 }
+
+// idleWaiters are the fake clock's waiters of a running writer with no pod
+// backing off: the heartbeat's ticker and the delaying queue's.
+const idleWaiters = 2
+
+// armed reports whether the delaying queue's timer for a pod backing off is
+// set.
+func (h *harness) armed() bool { return h.clock.Waiters() > idleWaiters }
 
 func cond(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 	return findCondition(p.Status.Conditions, t)

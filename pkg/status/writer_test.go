@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -515,7 +516,7 @@ func TestWriterForgetDuringWrite(t *testing.T) {
 	h.settle()
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
-	if len(h.w.pods) != 0 || len(h.w.pending) != 0 {
+	if len(h.w.pods) != 0 || h.w.pending != 0 {
 		t.Errorf("forgotten pod came back: %v %v", h.w.pods, h.w.pending)
 	}
 }
@@ -593,4 +594,81 @@ func TestMetricsRegistered(t *testing.T) {
 		}
 	}()
 	NewMetrics(h.reg)
+}
+
+// A pod whose own write fails (not the API server as a whole) retries after
+// a backoff that doubles each time, and not before; a success resets it.
+func TestWriterPodBackoffIsExponential(t *testing.T) {
+	h := newHarness(t, Options{}, webPod())
+	at := h.failWrites(3, apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New("denied by policy")))
+	h.start()
+	h.w.Set(webKey, appReady(true, "ok"))
+	for i, delay := range []time.Duration{retryBaseDelay, 2 * retryBaseDelay, 4 * retryBaseDelay} {
+		due := h.retryAt(webKey.UID)
+		if got := due.Sub(h.clock.Now()); got != delay {
+			t.Errorf("retry %d in %v, want %v", i+1, got, delay)
+		}
+		h.clock.Step(delay - time.Millisecond)
+		if got := at.get(); got != i+1 {
+			t.Fatalf("retried before the backoff expired: attempts = %d", got)
+		}
+		h.clock.Step(time.Millisecond)
+		h.waitFor("a retry", func() bool { return at.get() == i+2 })
+	}
+	h.settle()
+	if got := h.count(OutcomeError); got != 3 {
+		t.Errorf("error count = %d, want 3", got)
+	}
+	if n := h.w.limiter.NumRequeues(webKey.UID); n != 0 {
+		t.Errorf("backoff not reset after success: %d", n)
+	}
+	h.w.mu.Lock()
+	active := h.w.outage.active()
+	h.w.mu.Unlock()
+	if active {
+		t.Error("a per-pod error opened the writer-wide outage gate")
+	}
+}
+
+// One loop writes one request at a time: while a write is in flight, the
+// other pods wait in the queue, and go out after it, in order. (A second
+// loop would take a pod out of the queue at once.)
+func TestWriterOneRequestAtATime(t *testing.T) {
+	const n = 10
+	var pods []*v1.Pod
+	for i := range n {
+		p := webPod()
+		p.Name, p.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		pods = append(pods, p)
+	}
+	h := newHarness(t, Options{}, pods...)
+	g := h.gateWrites()
+	h.start()
+	set := func(p *v1.Pod) {
+		h.w.Set(PodKey{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, appReady(true, "ok"))
+	}
+	g.arm()
+	set(pods[0])
+	g.waitEntered()
+	for _, p := range pods[1:] {
+		set(p)
+	}
+	h.waitFor("the other pods queued behind the write", func() bool {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		return h.w.queue.Len() == n-1
+	})
+	g.release()
+	h.settle()
+	var order []string
+	for _, a := range h.cs.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			order = append(order, a.(clienttesting.PatchActionImpl).GetName())
+		}
+	}
+	for i, p := range pods {
+		if i >= len(order) || order[i] != p.Name {
+			t.Fatalf("writes in order %v, want one per pod in the order of their Sets", order)
+		}
+	}
 }

@@ -120,19 +120,14 @@ func TestOutageProbeHandedOnWhenTheProbePodGoes(t *testing.T) {
 		"gone from the cache": func(h *harness) { h.cache.remove(webKey.UID) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			var others []*v1.Pod
-			for _, n := range []string{"b", "c"} {
-				p := webPod()
-				p.Name, p.UID = n, types.UID("uid-"+n)
-				others = append(others, p)
-			}
+			others := numberedPods(2)
 			h := newHarness(t, Options{}, append(others, webPod())...)
 			at := h.failWrites(1, apierrors.NewServiceUnavailable("apiserver is down"))
 			h.start()
 			h.w.Set(webKey, appReady(true, "ok"))
 			due := h.retryAt(webKey.UID) // web probes the API server at due
 			for _, p := range others {
-				h.w.Set(PodKey{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, appReady(true, "ok"))
+				h.w.Set(keyOf(p), appReady(true, "ok"))
 			}
 			h.waitFor("the other pods held", func() bool {
 				h.w.mu.Lock()
@@ -141,14 +136,7 @@ func TestOutageProbeHandedOnWhenTheProbePodGoes(t *testing.T) {
 			})
 			gone(h)
 			h.clock.SetTime(due)
-			h.waitFor("the held pods written", func() bool {
-				for _, p := range others {
-					if c := cond(h.pod(p.Name), ReadyConditionType("app")); c == nil || c.Status != v1.ConditionTrue {
-						return false
-					}
-				}
-				return true
-			})
+			h.waitFor("the held pods written", func() bool { return h.allReady(others) })
 			if got := at.get(); got != 1+len(others) {
 				t.Errorf("status writes = %d, want %d (the failed probe, then one per held pod)", got, 1+len(others))
 			}

@@ -3,7 +3,6 @@ package status
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,18 +211,7 @@ func TestWriterRetriesWithBackoffAndLatestWins(t *testing.T) {
 		t.Fatalf("attempts = %d, want 1", got)
 	}
 
-	for i, delay := range []time.Duration{retryBaseDelay, 2 * retryBaseDelay, 4 * retryBaseDelay} {
-		due := h.retryAt(webKey.UID)
-		if got := due.Sub(h.clock.Now()); got != delay {
-			t.Errorf("retry %d in %v, want %v", i+1, got, delay)
-		}
-		h.clock.Step(delay - time.Millisecond)
-		if got := at.get(); got != i+1 {
-			t.Fatalf("retried before the backoff expired: attempts = %d", got)
-		}
-		h.clock.Step(time.Millisecond)
-		h.waitFor("a retry", func() bool { return at.get() == i+2 })
-	}
+	h.expectRetries(webKey.UID, at, retryBaseDelay, 2*retryBaseDelay, 4*retryBaseDelay)
 	h.settle()
 	if c := cond(h.pod("web"), "ready.probed.io/app"); c == nil || c.Status != v1.ConditionTrue || c.Message != "B" {
 		t.Errorf("ready.probed.io/app = %+v", c)
@@ -603,18 +591,7 @@ func TestWriterPodBackoffIsExponential(t *testing.T) {
 	at := h.failWrites(3, apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New("denied by policy")))
 	h.start()
 	h.w.Set(webKey, appReady(true, "ok"))
-	for i, delay := range []time.Duration{retryBaseDelay, 2 * retryBaseDelay, 4 * retryBaseDelay} {
-		due := h.retryAt(webKey.UID)
-		if got := due.Sub(h.clock.Now()); got != delay {
-			t.Errorf("retry %d in %v, want %v", i+1, got, delay)
-		}
-		h.clock.Step(delay - time.Millisecond)
-		if got := at.get(); got != i+1 {
-			t.Fatalf("retried before the backoff expired: attempts = %d", got)
-		}
-		h.clock.Step(time.Millisecond)
-		h.waitFor("a retry", func() bool { return at.get() == i+2 })
-	}
+	h.expectRetries(webKey.UID, at, retryBaseDelay, 2*retryBaseDelay, 4*retryBaseDelay)
 	h.settle()
 	if got := h.count(OutcomeError); got != 3 {
 		t.Errorf("error count = %d, want 3", got)
@@ -622,10 +599,7 @@ func TestWriterPodBackoffIsExponential(t *testing.T) {
 	if n := h.w.limiter.NumRequeues(webKey.UID); n != 0 {
 		t.Errorf("backoff not reset after success: %d", n)
 	}
-	h.w.mu.Lock()
-	active := h.w.outage.active()
-	h.w.mu.Unlock()
-	if active {
+	if h.outageActive() {
 		t.Error("a per-pod error opened the writer-wide outage gate")
 	}
 }
@@ -635,23 +609,15 @@ func TestWriterPodBackoffIsExponential(t *testing.T) {
 // loop would take a pod out of the queue at once.)
 func TestWriterOneRequestAtATime(t *testing.T) {
 	const n = 10
-	var pods []*v1.Pod
-	for i := range n {
-		p := webPod()
-		p.Name, p.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
-		pods = append(pods, p)
-	}
+	pods := numberedPods(n)
 	h := newHarness(t, Options{}, pods...)
 	g := h.gateWrites()
 	h.start()
-	set := func(p *v1.Pod) {
-		h.w.Set(PodKey{Namespace: p.Namespace, Name: p.Name, UID: p.UID}, appReady(true, "ok"))
-	}
 	g.arm()
-	set(pods[0])
+	h.w.Set(keyOf(pods[0]), appReady(true, "ok"))
 	g.waitEntered()
 	for _, p := range pods[1:] {
-		set(p)
+		h.w.Set(keyOf(p), appReady(true, "ok"))
 	}
 	h.waitFor("the other pods queued behind the write", func() bool {
 		h.w.mu.Lock()

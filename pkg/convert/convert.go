@@ -83,6 +83,14 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// unjoin lists the errors an errors.Join holds, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // Options are what converting needs beyond the manifests.
 type Options struct {
 	// HostPolicy is the nodes' --probe-host-policy ("" is its default): a

@@ -44,3 +44,22 @@ func isMarker(line []byte) bool {
 	}
 	return len(line) == 3 || line[3] == ' ' || line[3] == '\t' || lineBreak(line, 3) > 0
 }
+
+// Concat joins converted YAML streams into one, in order: a stream that does
+// not start with a document marker gets one, after a line break, so that its
+// first document does not run on from the previous stream's last.
+func Concat(streams [][]byte) []byte {
+	var out bytes.Buffer
+	for _, s := range streams {
+		if out.Len() > 0 {
+			if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+				out.WriteString("\n")
+			}
+			if first, _, _ := bytes.Cut(s, []byte("\n")); !isMarker(append(first, '\n')) {
+				out.WriteString("---\n")
+			}
+		}
+		out.Write(s)
+	}
+	return out.Bytes()
+}

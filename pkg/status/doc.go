@@ -6,9 +6,11 @@
 //     the complete desired state of one pod's probed probes (pure functions);
 //   - conditions.go turns a PodState into the pod conditions probed owns, and
 //     seed.go reads them back after a restart of probed (pure functions);
-//   - writer.go keeps the API server in line with the desired state: it
-//     coalesces per pod, writes only real changes, retries with backoff and
-//     repairs drift on a heartbeat.
+//   - writer.go keeps the API server in line with the desired state: on a
+//     rate-limited delaying workqueue, it coalesces per pod, retries with
+//     backoff (outage.go: one backoff for all while the API server is down)
+//     and repairs drift on a heartbeat (resync.go); writes.go is one write,
+//     made only for a real change.
 //
 // The condition types, reasons and the write modes are part of probed's
 // external contract (contract.md §2); reasons.go lists every reason.

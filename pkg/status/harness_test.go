@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -151,6 +152,7 @@ func (h *harness) start() {
 		defer close(h.done)
 		h.w.Run(h.ctx)
 	}()
+	h.waitFor("Run to start", func() bool { return h.clock.Waiters() >= idleWaiters })
 }
 
 // stop cancels Run and waits for it to return (after its flush).
@@ -333,21 +335,82 @@ func (a *attempts) get() int {
 	return a.n
 }
 
-// retryAt returns when the pod's next retry is due, once it is in backoff.
+// retryAt returns when the pod's next retry is due, once it is in backoff
+// and the queue's timer for it is set (stepping the clock before that would
+// set the timer late).
 func (h *harness) retryAt(uid types.UID) time.Time {
 	h.t.Helper()
 	var at time.Time
 	h.waitFor("a backoff", func() bool {
 		h.w.mu.Lock()
 		defer h.w.mu.Unlock()
-		at = h.w.pending[uid]
+		at = time.Time{}
+		if e, ok := h.w.pods[uid]; ok {
+			at = e.retryAt
+		}
 		if h.w.outage.active() && h.w.outage.notBefore.After(at) {
 			at = h.w.outage.notBefore
 		}
-		return at.After(h.clock.Now())
+		return at.After(h.clock.Now()) && h.armed()
 	})
 	return at
 }
+
+// expectRetries checks that the pod's next retries come after each of the
+// delays in turn, and not before, as at counts them.
+func (h *harness) expectRetries(uid types.UID, at *attempts, delays ...time.Duration) {
+	h.t.Helper()
+	for i, delay := range delays {
+		due := h.retryAt(uid)
+		if got := due.Sub(h.clock.Now()); got != delay {
+			h.t.Errorf("retry %d in %v, want %v", i+1, got, delay)
+		}
+		h.clock.Step(delay - time.Millisecond)
+		if got := at.get(); got != i+1 {
+			h.t.Fatalf("retried before the backoff expired: attempts = %d", got)
+		}
+		h.clock.Step(time.Millisecond)
+		h.waitFor("a retry", func() bool { return at.get() == i+2 })
+	}
+}
+
+// numberedPods are n copies of webPod named web-0… with UIDs uid-0….
+func numberedPods(n int) []*v1.Pod {
+	pods := make([]*v1.Pod, 0, n)
+	for i := range n {
+		p := webPod()
+		p.Name, p.UID = fmt.Sprintf("web-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+func keyOf(p *v1.Pod) PodKey { return PodKey{Namespace: p.Namespace, Name: p.Name, UID: p.UID} }
+
+// allReady reports whether probed's condition for container app is True
+// on every pod.
+func (h *harness) allReady(pods []*v1.Pod) bool {
+	for _, p := range pods {
+		if c := cond(h.pod(p.Name), ReadyConditionType("app")); c == nil || c.Status != v1.ConditionTrue {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *harness) outageActive() bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.w.outage.active()
+}
+
+// idleWaiters are the fake clock's waiters of a running writer with no pod
+// backing off: the heartbeat's ticker and the delaying queue's.
+const idleWaiters = 2
+
+// armed reports whether the delaying queue's timer for a pod backing off is
+// set.
+func (h *harness) armed() bool { return h.clock.Waiters() > idleWaiters }
 
 func cond(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 	return findCondition(p.Status.Conditions, t)

@@ -61,7 +61,7 @@ func TestOutageProbesWithOnePodThenReleasesAll(t *testing.T) {
 			h.w.mu.Lock()
 			defer h.w.mu.Unlock()
 			next = h.w.outage.notBefore
-			return h.w.outage.failures == i
+			return h.w.outage.failures == i && h.armed()
 		})
 		if got := at.get(); got != i {
 			t.Fatalf("%d requests during the outage after %d backoffs; want one per backoff", got, i)
@@ -108,5 +108,38 @@ func TestPodErrorBacksOffThatPodAlone(t *testing.T) {
 	h.w.mu.Unlock()
 	if active {
 		t.Error("a per-pod error opened the writer-wide outage gate")
+	}
+}
+
+// The pod that probes the API server during an outage can go (forgotten, or
+// gone from the cache) before its turn: another held pod probes in its
+// place, so the held pods are written once the API server answers.
+func TestOutageProbeHandedOnWhenTheProbePodGoes(t *testing.T) {
+	for name, gone := range map[string]func(h *harness){
+		"forgotten":           func(h *harness) { h.w.Forget(webKey.UID) },
+		"gone from the cache": func(h *harness) { h.cache.remove(webKey.UID) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			others := numberedPods(2)
+			h := newHarness(t, Options{}, append(others, webPod())...)
+			at := h.failWrites(1, apierrors.NewServiceUnavailable("apiserver is down"))
+			h.start()
+			h.w.Set(webKey, appReady(true, "ok"))
+			due := h.retryAt(webKey.UID) // web probes the API server at due
+			for _, p := range others {
+				h.w.Set(keyOf(p), appReady(true, "ok"))
+			}
+			h.waitFor("the other pods held", func() bool {
+				h.w.mu.Lock()
+				defer h.w.mu.Unlock()
+				return len(h.w.outage.held) == len(others)
+			})
+			gone(h)
+			h.clock.SetTime(due)
+			h.waitFor("the held pods written", func() bool { return h.allReady(others) })
+			if got := at.get(); got != 1+len(others) {
+				t.Errorf("status writes = %d, want %d (the failed probe, then one per held pod)", got, 1+len(others))
+			}
+		})
 	}
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
@@ -118,6 +114,12 @@ type Options struct {
 //     container-status mode, a read-modify-write guarded by the
 //     resourceVersion, so a concurrent writer's change is never lost.
 //
+// The pods to write wait in a rate-limited delaying workqueue, as the
+// manager's pods do: it holds each pod once however many Sets (1, 2), hands
+// pods out oldest first to the one sync loop, and brings a failed pod back
+// after its own exponential backoff (2, 3). While the API server as a whole
+// is unavailable, the outage gate holds every pod back but one (outage.go).
+//
 // What counts as "already written" is what probed last wrote for the pod.
 // Before probed's first write to a pod (first sight, as after a restart of
 // probed), and once after the heartbeat saw drift, it is the pod in the
@@ -126,22 +128,24 @@ type Options struct {
 // pods probed has not written for a whole Resync. lastTransitionTime comes
 // from probed's last write when there is one, else from the cache.
 type Writer struct {
-	opts    Options
-	clock   clock.WithTicker
+	opts  Options
+	clock clock.WithTicker
+	// limiter is the queue's per-pod backoff; the writer asks it for the
+	// delay itself, to log it and to know when the backoff ends.
 	limiter workqueue.TypedRateLimiter[types.UID]
-	signal  chan struct{}
 	ran     atomic.Bool
 	// heartbeats counts finished resyncs; tests wait on it.
 	heartbeats atomic.Int64
 
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
+	// queue is made by Run (its delaying loop is a goroutine); until then a
+	// Set only marks its pod pending, and Run queues it.
+	queue workqueue.TypedRateLimitingInterface[types.UID]
 	// outage backs off every pod at once while the API server is unavailable.
 	outage outageGate
-	// pending holds the pods that need a sync, each with the time before
-	// which it must not be retried (zero: now). It coalesces: one entry per
-	// pod, however many Sets.
-	pending map[types.UID]time.Time
+	// pending counts the pods marked pending.
+	pending int
 }
 
 // podEntry is what the writer knows about one pod.
@@ -151,6 +155,13 @@ type podEntry struct {
 	// gen counts Sets that changed the desired status or a reason; a sync
 	// that finishes on an older gen leaves the pod pending.
 	gen uint64
+	// pending: the desired state may not be on the API server yet. The pod
+	// is in the queue, backing off, or held by the outage gate.
+	pending bool
+	// retryAt is when the pod's backoff ends. The queue brings the pod back
+	// then; a copy of it queued by a Set before that is skipped, so a new
+	// state waits for the backoff too.
+	retryAt time.Time
 	// written is what probed last wrote; nil means "unknown, compare with
 	// the informer cache".
 	written *written
@@ -209,9 +220,7 @@ func NewWriter(opts Options) (*Writer, error) {
 		opts:    opts,
 		clock:   opts.Clock,
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](retryBaseDelay, retryMaxDelay),
-		signal:  make(chan struct{}, 1),
 		pods:    map[types.UID]*podEntry{},
-		pending: map[types.UID]time.Time{},
 	}, nil
 }
 
@@ -223,6 +232,7 @@ func NewWriter(opts Options) (*Writer, error) {
 func (w *Writer) Set(key PodKey, desired PodState) {
 	desired.Containers = slices.Clone(desired.Containers)
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	e, ok := w.pods[key.UID]
 	if !ok {
 		e = &podEntry{}
@@ -232,25 +242,46 @@ func (w *Writer) Set(key PodKey, desired PodState) {
 	e.key, e.desired = key, desired
 	if mark {
 		e.gen++
-		if _, queued := w.pending[key.UID]; !queued {
-			w.pending[key.UID] = time.Time{}
-		}
-	}
-	w.updatePendingLocked()
-	w.mu.Unlock()
-	if mark {
-		w.notify()
+		w.markLocked(e)
 	}
 }
 
 // Forget drops a pod that is gone, with any write still pending for it.
 func (w *Writer) Forget(uid types.UID) {
 	w.mu.Lock()
-	delete(w.pods, uid)
-	delete(w.pending, uid)
-	w.updatePendingLocked()
-	w.mu.Unlock()
-	w.limiter.Forget(uid)
+	defer w.mu.Unlock()
+	if e, ok := w.pods[uid]; ok {
+		w.dropLocked(e)
+	}
+}
+
+// markLocked marks the pod pending and queues it. A copy already queued or
+// waiting is enough: the queue holds each pod once.
+func (w *Writer) markLocked(e *podEntry) {
+	w.setPendingLocked(e, true)
+	if w.queue != nil {
+		w.queue.Add(e.key.UID)
+	}
+}
+
+func (w *Writer) setPendingLocked(e *podEntry, pending bool) {
+	switch {
+	case pending && !e.pending:
+		w.pending++
+	case !pending && e.pending:
+		w.pending--
+	}
+	e.pending = pending
+	w.opts.Metrics.setPending(w.pending)
+}
+
+// dropLocked forgets the pod. A copy of it still in the queue finds nothing
+// when it comes out.
+func (w *Writer) dropLocked(e *podEntry) {
+	w.setPendingLocked(e, false)
+	delete(w.pods, e.key.UID)
+	w.outage.forget(e.key.UID)
+	w.limiter.Forget(e.key.UID)
 }
 
 // Run is the sync loop. It writes pending pods, retries failed ones when
@@ -265,139 +296,93 @@ func (w *Writer) Run(ctx context.Context) {
 	klog.InfoS("Starting status writer", "mode", w.opts.Mode, "dryRun", w.opts.DryRun, "resync", w.opts.Resync)
 	defer klog.InfoS("Stopped status writer")
 
-	heartbeat := w.clock.NewTicker(w.opts.Resync)
-	defer heartbeat.Stop()
-	for ctx.Err() == nil {
-		w.syncDue(ctx)
-		var retryC <-chan time.Time
-		var timer clock.Timer
-		if next, ok := w.nextRetry(); ok {
-			d := next.Sub(w.clock.Now())
-			if d <= 0 {
-				continue // became due meanwhile
-			}
-			timer = w.clock.NewTimer(d)
-			// A clock that jumped past next before the timer was set (a
-			// fake one, stepped by a test) would never fire it.
-			if !w.clock.Now().Before(next) {
-				timer.Stop()
-				continue
-			}
-			retryC = timer.C()
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(w.limiter,
+		workqueue.TypedRateLimitingQueueConfig[types.UID]{Clock: w.clock})
+	w.mu.Lock()
+	w.queue = queue
+	for _, uid := range w.pendingLocked() { // Set before Run
+		queue.Add(uid)
+	}
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for w.processNext(ctx) {
 		}
+	})
+	heartbeat := w.clock.NewTicker(w.opts.Resync)
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-		case <-w.signal:
-		case <-retryC:
 		case <-heartbeat.C():
 			w.resync()
 		}
-		if timer != nil {
-			timer.Stop()
-		}
 	}
+	heartbeat.Stop()
+	queue.ShutDown()
+	wg.Wait()
 	w.flush(ctx)
 }
 
-func (w *Writer) notify() {
-	select {
-	case w.signal <- struct{}{}:
-	default:
+// processNext syncs the next pod the queue hands out, if it may be synced
+// now. It returns false once the queue is shut down or ctx has ended (the
+// flush takes over).
+func (w *Writer) processNext(ctx context.Context) bool {
+	uid, quit := w.queue.Get()
+	if quit {
+		return false
 	}
-}
-
-func (w *Writer) updatePendingLocked() {
-	w.opts.Metrics.setPending(len(w.pending))
-}
-
-// syncDue syncs every pending pod whose backoff has expired, in passes, so
-// that one busy pod cannot starve the others.
-func (w *Writer) syncDue(ctx context.Context) {
-	for ctx.Err() == nil {
-		due := w.dueNow()
-		if len(due) == 0 {
-			return
-		}
-		for _, uid := range due {
-			if ctx.Err() != nil || w.outageWait() {
-				return
-			}
-			w.syncPod(ctx, uid)
-		}
+	defer w.queue.Done(uid)
+	if ctx.Err() != nil {
+		return false
 	}
+	if w.admit(uid) {
+		w.syncPod(ctx, uid)
+	}
+	return true
 }
 
-// outageWait reports whether the writer-wide outage backoff holds writes back.
-func (w *Writer) outageWait() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.outage.active() && w.clock.Now().Before(w.outage.notBefore)
-}
-
-// dueNow lists the pending pods that may be synced now, oldest first.
-func (w *Writer) dueNow() []types.UID {
+// admit reports whether the pod the queue handed out is to be synced now.
+func (w *Writer) admit(uid types.UID) bool {
 	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.outage.active() && now.Before(w.outage.notBefore) {
-		return nil
-	}
-	var due []types.UID
-	for uid, notBefore := range w.pending {
-		if !notBefore.After(now) {
-			due = append(due, uid)
+	e, ok := w.pods[uid]
+	switch {
+	case !ok || !e.pending:
+		w.handOnLocked(uid, now) // forgotten, or written meanwhile
+		return false
+	case e.retryAt.After(now):
+		return false // backing off: the queue brings it back
+	case w.outage.closed(now):
+		if w.outage.hold(uid) {
+			w.queue.AddAfter(uid, w.outage.notBefore.Sub(now))
 		}
+		return false
 	}
-	slices.SortFunc(due, func(a, b types.UID) int {
-		if c := w.pending[a].Compare(w.pending[b]); c != 0 {
-			return c
-		}
-		return strings.Compare(string(a), string(b))
-	})
-	if w.outage.active() && len(due) > 1 {
-		due = due[:1] // probe the API server with one pod
-	}
-	return due
+	w.outage.unhold(uid)
+	return true
 }
 
-// nextRetry returns when the earliest backoff expires.
-func (w *Writer) nextRetry() (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var next time.Time
-	for _, notBefore := range w.pending {
-		if next.IsZero() || notBefore.Before(next) {
-			next = notBefore
-		}
+// handOnLocked passes the outage gate's probe on to a held pod when uid, the
+// probe, leaves the gate still closed (gone, or a failure of its own), so
+// that no held pod waits for a probe that never comes.
+func (w *Writer) handOnLocked(uid types.UID, now time.Time) {
+	if next, ok := w.outage.handOn(uid); ok {
+		w.queue.AddAfter(next, w.outage.notBefore.Sub(now))
 	}
-	if len(w.pending) == 0 {
-		return time.Time{}, false
-	}
-	if w.outage.active() && next.Before(w.outage.notBefore) {
-		next = w.outage.notBefore
-	}
-	return next, true
 }
 
-// outcome of one sync of one pod.
-type outcome int
-
-const (
-	// done: the desired state is in place (written now, or already there).
-	done outcome = iota
-	// retry: the write failed; retry after backoff.
-	retry
-	// interrupted: the context ended; leave the pod pending for the flush.
-	interrupted
-	// drop: the pod is gone.
-	drop
-)
-
-type syncResult struct {
-	outcome outcome
-	// written, when set, replaces the entry's written state.
-	written *written
-	err     error
+// pendingLocked lists the pending pods, in UID order.
+func (w *Writer) pendingLocked() []types.UID {
+	uids := make([]types.UID, 0, w.pending)
+	for uid, e := range w.pods {
+		if e.pending {
+			uids = append(uids, uid)
+		}
+	}
+	slices.Sort(uids)
+	return uids
 }
 
 // syncPod brings one pod's status in line with its desired state and
@@ -406,8 +391,7 @@ func (w *Writer) syncPod(ctx context.Context, uid types.UID) {
 	w.mu.Lock()
 	e, ok := w.pods[uid]
 	if !ok {
-		delete(w.pending, uid)
-		w.updatePendingLocked()
+		w.handOnLocked(uid, w.clock.Now())
 		w.mu.Unlock()
 		return
 	}
@@ -424,247 +408,49 @@ func (w *Writer) syncPod(ctx context.Context, uid types.UID) {
 	now := w.clock.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	defer w.updatePendingLocked()
 	if w.pods[uid] != e {
-		return // forgotten while we wrote
+		w.handOnLocked(uid, now) // forgotten while we wrote
+		return
 	}
 	ref := klog.KRef(snap.key.Namespace, snap.key.Name)
 	switch res.outcome {
 	case done:
-		if w.outage.active() && res.err == nil {
-			klog.InfoS("API server answers again; writing every pending pod", "pending", len(w.pending))
-			w.outage.reset()
+		if w.outage.active() {
+			held := w.outage.reset()
+			klog.InfoS("API server answers again; writing every pending pod", "pending", w.pending)
+			for _, h := range held {
+				w.queue.Add(h)
+			}
 		}
 		if res.written != nil {
 			e.written, e.lastWrite = res.written, now
 		}
 		e.verify = false
+		e.retryAt = time.Time{}
 		w.limiter.Forget(uid)
 		if e.gen == snap.gen {
-			delete(w.pending, uid)
+			w.setPendingLocked(e, false)
 		}
 	case retry:
 		if apiUnavailable(res.err) {
-			// The pod stays due; the whole writer waits instead.
-			delay := w.outage.fail(now)
-			w.pending[uid] = time.Time{}
+			// The whole writer waits, and this pod probes the API server.
+			delay := w.outage.fail(now, uid)
+			w.queue.AddAfter(uid, delay)
 			klog.ErrorS(res.err, "API server unavailable; backing off every status write", "pod", ref, "retryIn", delay)
 			return
 		}
 		delay := w.limiter.When(uid)
-		w.pending[uid] = now.Add(delay)
+		e.retryAt = now.Add(delay)
+		w.queue.AddAfter(uid, delay)
 		klog.ErrorS(res.err, "Failed to write pod status; will retry", "pod", ref, "podUID", uid, "retryIn", delay)
+		w.handOnLocked(uid, now)
 	case interrupted:
-		w.pending[uid] = time.Time{}
+		// Still pending: the flush tries again.
 	case drop:
-		delete(w.pods, uid)
-		delete(w.pending, uid)
-		w.limiter.Forget(uid)
+		w.dropLocked(e)
 		klog.V(2).InfoS("Pod is gone; dropping its status", "pod", ref, "podUID", uid)
+		w.handOnLocked(uid, now)
 	}
-}
-
-// syncConditions is one sync in conditions mode.
-func (w *Writer) syncConditions(ctx context.Context, e podEntry) syncResult {
-	pod, ok := w.opts.Pods.Pod(e.key.UID)
-	if !ok {
-		return syncResult{outcome: drop}
-	}
-	// Compare with what probed last wrote, or with the cache when that is
-	// unknown or the heartbeat saw drift. Keep lastTransitionTimes from
-	// probed's own write when there is one: the cache may lag behind it.
-	basis := OwnedConditions(pod.Status.Conditions)
-	times := basis
-	if e.written != nil {
-		times = e.written.conditions
-		if !e.verify {
-			basis = e.written.conditions
-		}
-	}
-	desired := Conditions(e.desired, times, w.now())
-	if sameConditions(desired, basis) {
-		return syncResult{outcome: done}
-	}
-	ref := klog.KRef(e.key.Namespace, e.key.Name)
-	if w.opts.DryRun {
-		w.opts.Metrics.write(OutcomeDryRun, -1)
-		klog.V(2).InfoS("Dry run: would apply pod conditions", "pod", ref, "podUID", e.key.UID, "conditions", summarize(desired))
-		return syncResult{outcome: done, written: &written{conditions: desired}}
-	}
-
-	reqCtx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	start := w.clock.Now()
-	_, err := w.opts.Client.CoreV1().Pods(e.key.Namespace).ApplyStatus(reqCtx, applyConfiguration(e.key, desired),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if res, failed := w.classify(ctx, err, start, true); failed {
-		return res
-	}
-	klog.V(2).InfoS("Applied pod conditions", "pod", ref, "podUID", e.key.UID, "conditions", summarize(desired))
-	return syncResult{outcome: done, written: &written{conditions: desired}}
-}
-
-// syncContainerStatus is one sync in container-status mode.
-func (w *Writer) syncContainerStatus(ctx context.Context, e podEntry) syncResult {
-	cached, ok := w.opts.Pods.Pod(e.key.UID)
-	if !ok {
-		return syncResult{outcome: drop}
-	}
-	if len(e.desired.Containers) == 0 {
-		return syncResult{outcome: done} // probed owns nothing on this pod
-	}
-	now := w.now()
-	target := cached.DeepCopy()
-	changed := setContainerStatus(target, e.desired, now)
-	if e.written != nil && !e.verify {
-		changed = !maps.Equal(flagsOf(target, e.desired), e.written.flags) ||
-			!sameConditions(kubeletConditions(target), e.written.kubelet)
-	}
-	if !changed {
-		return syncResult{outcome: done}
-	}
-	ref := klog.KRef(e.key.Namespace, e.key.Name)
-	if w.opts.DryRun {
-		w.opts.Metrics.write(OutcomeDryRun, -1)
-		klog.V(2).InfoS("Dry run: would patch container status", "pod", ref, "podUID", e.key.UID,
-			"containers", summarizeFlags(flagsOf(target, e.desired)), "conditions", summarize(kubeletConditions(target)))
-		return syncResult{outcome: done, written: writtenFrom(target, e.desired)}
-	}
-
-	pods := w.opts.Client.CoreV1().Pods(e.key.Namespace)
-	for attempt := 1; ; attempt++ {
-		res, wrote, again := w.readModifyWrite(ctx, pods, e, now, attempt)
-		if again {
-			continue
-		}
-		if wrote {
-			klog.V(2).InfoS("Patched container status", "pod", ref, "podUID", e.key.UID,
-				"containers", summarizeFlags(res.written.flags), "conditions", summarize(res.written.kubelet))
-		}
-		return res
-	}
-}
-
-// podsClient is the part of the typed pods client container-status mode uses.
-type podsClient interface {
-	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1.Pod, error)
-	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1.Pod, error)
-}
-
-// readModifyWrite reads the pod, applies the desired state and patches it
-// with the resourceVersion it read. wrote reports a successful patch; again
-// asks for another attempt at once, after a Conflict.
-func (w *Writer) readModifyWrite(ctx context.Context, pods podsClient, e podEntry, now metav1.Time, attempt int) (res syncResult, wrote, again bool) {
-	reqCtx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	start := w.clock.Now()
-	fresh, err := pods.Get(reqCtx, e.key.Name, metav1.GetOptions{})
-	if err == nil && fresh.UID != e.key.UID {
-		err = apierrors.NewNotFound(v1.Resource("pods"), e.key.Name) // the name belongs to another pod now
-	}
-	if err != nil {
-		res, _ := w.classify(ctx, err, start, false)
-		return res, false, false
-	}
-	updated := fresh.DeepCopy()
-	if !setContainerStatus(updated, e.desired, now) {
-		// Already in place: our last write, or someone else's.
-		return syncResult{outcome: done, written: writtenFrom(updated, e.desired)}, false, false
-	}
-	patch, err := statusPatch(fresh, updated)
-	if err != nil {
-		return syncResult{outcome: retry, err: fmt.Errorf("building status patch: %w", err)}, false, false
-	}
-	start = w.clock.Now()
-	_, err = pods.Patch(reqCtx, e.key.Name, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	if res, failed := w.classify(ctx, err, start, true); failed {
-		if apierrors.IsConflict(err) && attempt < maxConflictAttempts && ctx.Err() == nil {
-			klog.V(3).InfoS("Pod changed while writing its container status; reading it again",
-				"pod", klog.KRef(e.key.Namespace, e.key.Name), "attempt", attempt)
-			return res, false, true
-		}
-		return res, false, false
-	}
-	return syncResult{outcome: done, written: writtenFrom(updated, e.desired)}, true, false
-}
-
-// classify counts the outcome of one API request of a write (the write
-// itself when timed, or the read before it) and says what to do next;
-// failed is true when err is not nil.
-func (w *Writer) classify(ctx context.Context, err error, start time.Time, timed bool) (res syncResult, failed bool) {
-	seconds := -1.0
-	if timed {
-		seconds = w.clock.Since(start).Seconds()
-	}
-	switch {
-	case err == nil:
-		w.opts.Metrics.write(OutcomeSuccess, seconds)
-		return syncResult{outcome: done}, false
-	case ctx.Err() != nil:
-		// Shutting down: not the API server's fault; the flush retries.
-		return syncResult{outcome: interrupted, err: err}, true
-	case apierrors.IsNotFound(err):
-		w.opts.Metrics.write(OutcomeNotFound, seconds)
-		return syncResult{outcome: drop, err: err}, true
-	case apierrors.IsConflict(err):
-		w.opts.Metrics.write(OutcomeConflict, seconds)
-		return syncResult{outcome: retry, err: err}, true
-	default:
-		w.opts.Metrics.write(OutcomeError, seconds)
-		return syncResult{outcome: retry, err: err}, true
-	}
-}
-
-// resync is the heartbeat: it compares every settled pod's desired state with
-// the informer cache and marks real differences pending, to be written again.
-// A pod written less than one Resync ago is skipped: the cache may not have
-// seen that write yet. Pods already pending are left to their own schedule.
-func (w *Writer) resync() {
-	defer w.heartbeats.Add(1)
-	if w.opts.DryRun {
-		return // nothing was written, so the cache cannot reflect it
-	}
-	now := w.clock.Now()
-	w.mu.Lock()
-	var candidates []podEntry
-	for uid, e := range w.pods {
-		if _, queued := w.pending[uid]; queued {
-			continue
-		}
-		if !e.lastWrite.IsZero() && now.Sub(e.lastWrite) < w.opts.Resync {
-			continue
-		}
-		candidates = append(candidates, *e)
-	}
-	w.mu.Unlock()
-
-	for _, e := range candidates {
-		pod, ok := w.opts.Pods.Pod(e.key.UID)
-		if ok && !w.drifted(pod, e.desired) {
-			continue
-		}
-		w.mu.Lock()
-		if cur, found := w.pods[e.key.UID]; found && cur.gen == e.gen {
-			if _, queued := w.pending[e.key.UID]; !queued {
-				klog.V(2).InfoS("Pod status drifted from the desired state; writing it again", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", e.key.UID)
-				cur.verify = true
-				w.pending[e.key.UID] = time.Time{}
-				w.updatePendingLocked()
-			}
-		}
-		w.mu.Unlock()
-	}
-}
-
-// drifted reports whether the pod, as the cache has it, differs from the
-// desired state in a way worth a write.
-func (w *Writer) drifted(pod *v1.Pod, desired PodState) bool {
-	if w.opts.Mode == ModeContainerStatus {
-		return len(desired.Containers) > 0 && setContainerStatus(pod.DeepCopy(), desired, w.now())
-	}
-	owned := OwnedConditions(pod.Status.Conditions)
-	return !sameConditions(Conditions(desired, owned, w.now()), owned)
 }
 
 // flush makes one last attempt at every pending pod, ignoring backoff,
@@ -673,12 +459,8 @@ func (w *Writer) flush(parent context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), w.opts.FlushTimeout)
 	defer cancel()
 	w.mu.Lock()
-	uids := make([]types.UID, 0, len(w.pending))
-	for uid := range w.pending {
-		uids = append(uids, uid)
-	}
+	uids := w.pendingLocked()
 	w.mu.Unlock()
-	slices.Sort(uids)
 	for _, uid := range uids {
 		if ctx.Err() != nil {
 			break
@@ -686,37 +468,9 @@ func (w *Writer) flush(parent context.Context) {
 		w.syncPod(ctx, uid)
 	}
 	w.mu.Lock()
-	left := len(w.pending)
+	left := w.pending
 	w.mu.Unlock()
 	if left > 0 {
 		klog.InfoS("Status writer stopped with unwritten pod status", "pods", left)
 	}
-}
-
-// now is the time stamped on a transition, at the API's one-second precision,
-// so that what probed remembers equals what the API server stores.
-func (w *Writer) now() metav1.Time {
-	return metav1.NewTime(w.clock.Now()).Rfc3339Copy()
-}
-
-func writtenFrom(pod *v1.Pod, s PodState) *written {
-	return &written{flags: flagsOf(pod, s), kubelet: kubeletConditions(pod)}
-}
-
-// summarize renders conditions for a log line: type=status/reason.
-func summarize(conds []v1.PodCondition) []string {
-	out := make([]string, 0, len(conds))
-	for _, c := range conds {
-		out = append(out, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
-	}
-	return out
-}
-
-func summarizeFlags(flags map[string]containerFlags) []string {
-	out := make([]string, 0, len(flags))
-	for name, f := range flags {
-		out = append(out, fmt.Sprintf("%s(ready=%t,started=%t)", name, f.ready, f.started))
-	}
-	slices.Sort(out)
-	return out
 }

@@ -211,18 +211,7 @@ func TestWriterRetriesWithBackoffAndLatestWins(t *testing.T) {
 		t.Fatalf("attempts = %d, want 1", got)
 	}
 
-	for i, delay := range []time.Duration{retryBaseDelay, 2 * retryBaseDelay, 4 * retryBaseDelay} {
-		due := h.retryAt(webKey.UID)
-		if got := due.Sub(h.clock.Now()); got != delay {
-			t.Errorf("retry %d in %v, want %v", i+1, got, delay)
-		}
-		h.clock.Step(delay - time.Millisecond)
-		if got := at.get(); got != i+1 {
-			t.Fatalf("retried before the backoff expired: attempts = %d", got)
-		}
-		h.clock.Step(time.Millisecond)
-		h.waitFor("a retry", func() bool { return at.get() == i+2 })
-	}
+	h.expectRetries(webKey.UID, at, retryBaseDelay, 2*retryBaseDelay, 4*retryBaseDelay)
 	h.settle()
 	if c := cond(h.pod("web"), "ready.probed.io/app"); c == nil || c.Status != v1.ConditionTrue || c.Message != "B" {
 		t.Errorf("ready.probed.io/app = %+v", c)
@@ -515,7 +504,7 @@ func TestWriterForgetDuringWrite(t *testing.T) {
 	h.settle()
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
-	if len(h.w.pods) != 0 || len(h.w.pending) != 0 {
+	if len(h.w.pods) != 0 || h.w.pending != 0 {
 		t.Errorf("forgotten pod came back: %v %v", h.w.pods, h.w.pending)
 	}
 }
@@ -593,4 +582,59 @@ func TestMetricsRegistered(t *testing.T) {
 		}
 	}()
 	NewMetrics(h.reg)
+}
+
+// A pod whose own write fails (not the API server as a whole) retries after
+// a backoff that doubles each time, and not before; a success resets it.
+func TestWriterPodBackoffIsExponential(t *testing.T) {
+	h := newHarness(t, Options{}, webPod())
+	at := h.failWrites(3, apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New("denied by policy")))
+	h.start()
+	h.w.Set(webKey, appReady(true, "ok"))
+	h.expectRetries(webKey.UID, at, retryBaseDelay, 2*retryBaseDelay, 4*retryBaseDelay)
+	h.settle()
+	if got := h.count(OutcomeError); got != 3 {
+		t.Errorf("error count = %d, want 3", got)
+	}
+	if n := h.w.limiter.NumRequeues(webKey.UID); n != 0 {
+		t.Errorf("backoff not reset after success: %d", n)
+	}
+	if h.outageActive() {
+		t.Error("a per-pod error opened the writer-wide outage gate")
+	}
+}
+
+// One loop writes one request at a time: while a write is in flight, the
+// other pods wait in the queue, and go out after it, in order. (A second
+// loop would take a pod out of the queue at once.)
+func TestWriterOneRequestAtATime(t *testing.T) {
+	const n = 10
+	pods := numberedPods(n)
+	h := newHarness(t, Options{}, pods...)
+	g := h.gateWrites()
+	h.start()
+	g.arm()
+	h.w.Set(keyOf(pods[0]), appReady(true, "ok"))
+	g.waitEntered()
+	for _, p := range pods[1:] {
+		h.w.Set(keyOf(p), appReady(true, "ok"))
+	}
+	h.waitFor("the other pods queued behind the write", func() bool {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		return h.w.queue.Len() == n-1
+	})
+	g.release()
+	h.settle()
+	var order []string
+	for _, a := range h.cs.Actions() {
+		if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+			order = append(order, a.(clienttesting.PatchActionImpl).GetName())
+		}
+	}
+	for i, p := range pods {
+		if i >= len(order) || order[i] != p.Name {
+			t.Fatalf("writes in order %v, want one per pod in the order of their Sets", order)
+		}
+	}
 }

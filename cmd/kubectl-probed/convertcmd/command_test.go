@@ -1,4 +1,4 @@
-package convert
+package convertcmd
 
 import (
 	"bytes"
@@ -15,9 +15,10 @@ func runCommand(t *testing.T, stdin string, args ...string) (code int, stdout, s
 	return code, out.String(), errb.String()
 }
 
+// readTestdata reads one of pkg/convert's golden files.
 func readTestdata(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "convert", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

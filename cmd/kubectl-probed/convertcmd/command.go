@@ -1,4 +1,7 @@
-package convert
+// Package convertcmd is the command line of `kubectl probed convert`, which
+// `probed convert` runs too: flags, usage, exit codes, files and stdin. The
+// conversion itself is pkg/convert's.
+package convertcmd
 
 import (
 	"bytes"
@@ -13,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/probed-dev/probed/internal/cliflags"
+	"github.com/probed-dev/probed/pkg/convert"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
@@ -41,7 +45,7 @@ type Command struct {
 type input struct {
 	name string
 	src  []byte
-	res  Result
+	res  convert.Result
 	mode os.FileMode
 }
 
@@ -90,7 +94,7 @@ Flags:
 		files = []string{"-"}
 	}
 
-	inputs, failed := c.convertAll(files, Options{HostPolicy: hostPolicy, APIServerGates: gates})
+	inputs, failed := c.convertAll(files, convert.Options{HostPolicy: hostPolicy, APIServerGates: gates})
 	if failed {
 		return ExitError
 	}
@@ -128,19 +132,11 @@ Flags:
 		}
 		return ExitOK
 	}
-	var out bytes.Buffer
+	outputs := make([][]byte, 0, len(inputs))
 	for _, in := range inputs {
-		if out.Len() > 0 {
-			if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-				out.WriteString("\n")
-			}
-			if first, _, _ := bytes.Cut(in.res.Output, []byte("\n")); !isMarker(append(first, '\n')) {
-				out.WriteString("---\n")
-			}
-		}
-		out.Write(in.res.Output)
+		outputs = append(outputs, in.res.Output)
 	}
-	if _, err := c.Stdout.Write(out.Bytes()); err != nil {
+	if _, err := c.Stdout.Write(convert.Concat(outputs)); err != nil {
 		fmt.Fprintf(c.Stderr, "%s: %v\n", c.Name, err)
 		return ExitError
 	}
@@ -148,7 +144,7 @@ Flags:
 }
 
 // convertAll reads and converts every input, reporting every error.
-func (c Command) convertAll(files []string, o Options) ([]input, bool) {
+func (c Command) convertAll(files []string, o convert.Options) ([]input, bool) {
 	var inputs []input
 	failed := false
 	for _, f := range files {
@@ -169,8 +165,13 @@ func (c Command) convertAll(files []string, o Options) ([]input, bool) {
 			failed = true
 			continue
 		}
-		if in.res, err = ConvertWith(in.src, o); err != nil {
-			for _, e := range unjoin(err) {
+		if in.res, err = convert.ConvertWith(in.src, o); err != nil {
+			// One line per document that failed (ConvertWith joins them).
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
+			}
+			for _, e := range errs {
 				fmt.Fprintf(c.Stderr, "%s: %s: %v\n", c.Name, in.name, e)
 			}
 			failed = true
@@ -181,15 +182,8 @@ func (c Command) convertAll(files []string, o Options) ([]input, bool) {
 	return inputs, failed
 }
 
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
-}
-
 // describe says in one line what converting a template did (or would do).
-func describe(o Object, would bool) string {
+func describe(o convert.Object, would bool) string {
 	if o.Template == "" {
 		return fmt.Sprintf("document %d (line %d), %s: skipped: %s", o.Document, o.Line, o.Object, o.Skipped)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/probed-dev/probed/cmd/kubectl-probed/convertcmd"
+	"github.com/probed-dev/probed/internal/convertcli"
 )
 
 // convertFunc runs `probed convert` with its arguments and returns its exit
@@ -14,7 +14,7 @@ type convertFunc func(args []string, in io.Reader, out, errOut io.Writer) int
 
 // probedConvert is what main runs: probed convert's own code.
 func probedConvert(args []string, in io.Reader, out, errOut io.Writer) int {
-	return convertcmd.Command{Name: "kubectl probed convert", Stdin: in, Stdout: out, Stderr: errOut}.Run(args)
+	return convertcli.Command{Name: "kubectl probed convert", Stdin: in, Stdout: out, Stderr: errOut}.Run(args)
 }
 
 func newConvert(o *options) *cobra.Command {

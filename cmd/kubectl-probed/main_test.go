@@ -9,7 +9,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/probed-dev/probed/cmd/kubectl-probed/convertcmd"
+	"github.com/probed-dev/probed/internal/convertcli"
 	"github.com/probed-dev/probed/pkg/version"
 )
 
@@ -103,7 +103,7 @@ func TestConvertIsProbedConvert(t *testing.T) {
 	const in = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: c\n    image: x\n    readinessProbe:\n      exec:\n        command: [\"true\"]\n"
 	var got, gotErr, want, wantErr strings.Builder
 	code := probedConvert(nil, strings.NewReader(in), &got, &gotErr)
-	wantCode := convertcmd.Command{Name: "probed convert", Stdin: strings.NewReader(in), Stdout: &want, Stderr: &wantErr}.Run(nil)
+	wantCode := convertcli.Command{Name: "probed convert", Stdin: strings.NewReader(in), Stdout: &want, Stderr: &wantErr}.Run(nil)
 	if code != 0 || wantCode != 0 || got.String() != want.String() {
 		t.Fatalf("kubectl probed convert: %d %q %q; probed convert: %d %q", code, got.String(), gotErr.String(), wantCode, want.String())
 	}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/probed-dev/probed/cmd/kubectl-probed/convertcmd"
+	"github.com/probed-dev/probed/internal/convertcli"
 )
 
 // isSubcommand reports whether probed's first argument names a subcommand
@@ -19,7 +19,7 @@ func isSubcommand(args []string) bool {
 func runSubcommand(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch name {
 	case "convert":
-		return convertcmd.Command{Name: "probed convert", Stdin: stdin, Stdout: stdout, Stderr: stderr}.Run(args)
+		return convertcli.Command{Name: "probed convert", Stdin: stdin, Stdout: stdout, Stderr: stderr}.Run(args)
 	case "approved-reach":
 		return approvedReach(args, stdin, stdout, stderr)
 	}

@@ -1,4 +1,4 @@
-package convertcmd
+package convertcli
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ func runCommand(t *testing.T, stdin string, args ...string) (code int, stdout, s
 // readTestdata reads one of pkg/convert's golden files.
 func readTestdata(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "pkg", "convert", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "pkg", "convert", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

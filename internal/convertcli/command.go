@@ -1,7 +1,7 @@
-// Package convertcmd is the command line of `kubectl probed convert`, which
+// Package convertcli is the command line of `kubectl probed convert`, which
 // `probed convert` runs too: flags, usage, exit codes, files and stdin. The
 // conversion itself is pkg/convert's.
-package convertcmd
+package convertcli
 
 import (
 	"bytes"

@@ -144,7 +144,7 @@ func (o *options) probedByNode(ctx context.Context, client kubernetes.Interface,
 	}
 	list, err := client.CoreV1().Pods(o.probedNS).List(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w", o.probedNS, o.selector, err)
+		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w%s", o.probedNS, o.selector, err, probedclient.RoleHint(err))
 	}
 	return probeview.ProbedByNode(list.Items), nil
 }

@@ -68,7 +68,7 @@ func (t *Tokens) Token(ctx context.Context) (string, error) {
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("issuing a token of service account %s/%s for probed (audience %q): %w%s",
-			t.o.Namespace, t.o.ServiceAccount, t.o.Audience, err, roleHint(err))
+			t.o.Namespace, t.o.ServiceAccount, t.o.Audience, err, RoleHint(err))
 	}
 	t.token, t.expires = tr.Status.Token, tr.Status.ExpirationTimestamp.Time
 	return t.token, nil

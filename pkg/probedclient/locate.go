@@ -41,7 +41,7 @@ func (l Locator) Pod(ctx context.Context, node string) (*corev1.Pod, error) {
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s) on node %s: %w%s", l.Namespace, l.Selector, node, err, roleHint(err))
+		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s) on node %s: %w%s", l.Namespace, l.Selector, node, err, RoleHint(err))
 	}
 	var running []*corev1.Pod
 	var others []string
@@ -75,7 +75,7 @@ func (l Locator) Pod(ctx context.Context, node string) (*corev1.Pod, error) {
 func (l Locator) Nodes(ctx context.Context) ([]string, error) {
 	list, err := l.Client.CoreV1().Pods(l.Namespace).List(ctx, metav1.ListOptions{LabelSelector: l.Selector})
 	if err != nil {
-		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w%s", l.Namespace, l.Selector, err, roleHint(err))
+		return nil, fmt.Errorf("listing probed's pods (namespace %s, selector %s): %w%s", l.Namespace, l.Selector, err, RoleHint(err))
 	}
 	var nodes []string
 	for _, p := range list.Items {
@@ -87,8 +87,8 @@ func (l Locator) Nodes(ctx context.Context) ([]string, error) {
 	return slices.Compact(nodes), nil
 }
 
-// roleHint names what grants the access err says is missing.
-func roleHint(err error) string {
+// RoleHint names what grants the access err says is missing, or "".
+func RoleHint(err error) string {
 	if apierrors.IsForbidden(err) {
 		return " (a RoleBinding to the Role probed-plugin-user of deploy/kubectl-plugin.yaml, in probed's namespace, grants what kubectl probed needs there)"
 	}

@@ -49,7 +49,7 @@ func tlsConfig(ctx context.Context, client kubernetes.Interface, pod *corev1.Pod
 		cm, err := client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("reading the serving CA that probed pod %s/%s publishes (ConfigMap %s/%s, probed's --publish-serving-ca): %w%s; "+
-				"with a certificate of your own pass --probed-ca-file", pod.Namespace, pod.Name, pod.Namespace, pod.Name, err, roleHint(err))
+				"with a certificate of your own pass --probed-ca-file", pod.Namespace, pod.Name, pod.Namespace, pod.Name, err, RoleHint(err))
 		}
 		if ca, err = servingca.CA(cm, pod); err != nil {
 			return nil, err

@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probed-dev/probed/pkg/probeview"
@@ -170,5 +171,31 @@ func TestKubectlProbedStatusWho(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "warning: 1 pod(s) wait on the probed.io/ready gate on nodes where no ready probed runs: "+bare+" (1)") {
 		t.Errorf("no warning naming %s: %q", bare, errOut)
+	}
+
+	// A user who may read the pod but nothing in probed's namespace is told
+	// which Role grants the rest.
+	reader := e.ns + "-reader"
+	if _, err := client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: reader}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "status", "web-1", "--as", reader, "--kubeconfig", cp.KubeconfigPath,
+		"--cache-dir", cacheDir, "-n", e.ns, "--probed-namespace", probedNS)
+	var forbidden bytes.Buffer
+	cmd.Stderr = &forbidden
+	if err := cmd.Run(); err == nil || !strings.Contains(forbidden.String(), "forbidden") || !strings.Contains(forbidden.String(), "Role probed-plugin-user") {
+		t.Errorf("status as %s: err=%v, stderr:\n%s\nwant a refusal naming the Role probed-plugin-user", reader, err, forbidden.String())
 	}
 }

@@ -85,8 +85,7 @@ func run(ctx context.Context, o *options) error {
 
 	host, port, _ := o.hostPort()
 	server := webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: o.CertDir, TLSOpts: tlsOpts})
-	metrics := probedadmission.NewMetrics(reg)
-	version.RegisterBuildInfo(reg, "probed_webhook")
+	metrics := registerMetrics(reg)
 	scope := probedadmission.Scope{ExcludedNamespaces: o.excludedNamespaces(), OwnNames: probedadmission.DefaultOwnNames()}
 	server.Register(adoptPath, &admission.Webhook{Handler: &probedadmission.Adopter{Scope: scope, HostPolicy: o.ProbeHostPolicy, APIServerGates: o.APIServerGates, Metrics: metrics}})
 	server.Register(validatePath, &admission.Webhook{Handler: &probedadmission.Validator{ExcludedNamespaces: o.excludedNamespaces(), Metrics: metrics}})
@@ -124,6 +123,17 @@ func run(ctx context.Context, o *options) error {
 	}
 	g.Go(func() error { return serveHealth(ctx, o.HealthAddr, ready) })
 	return g.Wait()
+}
+
+// registerMetrics registers the admission handlers' metrics and the build
+// info with reg; the certificates' gauge and the gate monitor's are
+// registered by their parts (servingcert.New, gatewatch.New).
+// docs/observability.md's table of the webhook's metrics is generated from
+// these (TestDocsMetrics).
+func registerMetrics(reg prometheus.Registerer) *probedadmission.Metrics {
+	m := probedadmission.NewMetrics(reg)
+	version.RegisterBuildInfo(reg, "probed_webhook")
+	return m
 }
 
 // serveTLS is the TLS both servers offer: TLS 1.2 or newer, and HTTP/1.1

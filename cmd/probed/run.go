@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -61,10 +60,9 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	version.RegisterBuildInfo(reg, "probed")
+	metrics := newDaemonMetrics(reg, o)
 
-	runtime, err := newRuntime(ctx, o, reg)
+	runtime, err := newRuntime(ctx, o, metrics.runtime)
 	if err != nil {
 		return err
 	}
@@ -86,7 +84,7 @@ func run(ctx context.Context, o *options) error {
 
 	// The restart guard: a node-wide budget and the per-workload guard in
 	// front of the runtime killer, when probed restarts containers at all.
-	restartMetrics := restartguard.NewMetrics(reg)
+	restartMetrics := metrics.restart
 	var workloads *restartguard.Workloads
 	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == livenessRestart {
 		owned, err := restartguard.IndexByController(podInformer)
@@ -124,10 +122,6 @@ func run(ctx context.Context, o *options) error {
 		liveness = workloads
 	}
 
-	metricOpts := []worker.MetricsOption{worker.WithDurationSeries(o.MetricsProbeDuration)}
-	if !o.MetricsPodUIDLabel {
-		metricOpts = append(metricOpts, worker.WithoutPodUIDLabel())
-	}
 	// The status writer and the manager read pods from the same cache.
 	var mgr *manager.Manager
 	writer, err := status.NewWriter(status.Options{
@@ -136,7 +130,7 @@ func run(ctx context.Context, o *options) error {
 		Mode:    o.StatusMode,
 		DryRun:  o.DryRun,
 		Resync:  o.StatusResync,
-		Metrics: status.NewMetrics(reg),
+		Metrics: metrics.status,
 	})
 	if err != nil {
 		return err
@@ -177,8 +171,8 @@ func run(ctx context.Context, o *options) error {
 		Seeds:     status.SeedsFor(o.StatusMode),
 		// In container-status mode probed writes ready itself; no gate.
 		RequireReadinessGate: o.StatusMode == status.ModeConditions,
-		WorkerMetrics:        worker.NewMetrics(reg, metricOpts...),
-		Metrics:              manager.NewMetrics(reg),
+		WorkerMetrics:        metrics.workers,
+		Metrics:              metrics.manager,
 		Clock:                clock.RealClock{},
 		DaemonStart:          start,
 		// Off by default: one more event per flip, beside Unhealthy.
@@ -230,9 +224,8 @@ func run(ctx context.Context, o *options) error {
 	}
 	// Shadow mode: the kubelet runs the same probes; say where it decided
 	// otherwise (the metrics stay 0 elsewhere).
-	shadowMetrics := shadow.NewMetrics(reg)
 	if o.DryRun && o.ProbeSource == probespec.ProbeSourceSpec {
-		comparer := shadow.New(shadow.Options{Desired: writer, Metrics: shadowMetrics,
+		comparer := shadow.New(shadow.Options{Desired: writer, Metrics: metrics.shadow,
 			Pods: podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) })})
 		wg.Add(1)
 		go func() { defer wg.Done(); comparer.Run(mgrCtx) }()
@@ -292,10 +285,10 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 // the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
-func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
+func newRuntime(ctx context.Context, o *options, m *cri.Metrics) (*cri.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
+		return cri.NewLimitedWith(cri.None(), limitOptions(o, m)), nil
 	}
 	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: string(o.RuntimeType)}
 	rt, err := cri.New(ctx, opts)
@@ -307,7 +300,6 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	m := cri.NewMetrics(reg)
 	// Execs and stops reach only the container the probe serves, whatever
 	// ID the pod's status names; under the cap, so hooks are checked too.
 	verified, err := cri.NewVerified(rt, m)

@@ -163,7 +163,11 @@ type Monitoring struct {
 	Rules struct {
 		Enabled bool `json:"enabled"`
 	} `json:"rules"`
-	Dashboard struct {
+	// RunbookBaseURL is the page the alerts' runbook_url point into
+	// ("#<alert>" follows); empty: files/prometheusrule.yaml's, the docs of
+	// the chart's release.
+	RunbookBaseURL string `json:"runbookBaseURL" schema:"pattern=^(https?://[^# ]+)?$"`
+	Dashboard      struct {
 		Enabled bool `json:"enabled"`
 		// Namespace empty: probed's.
 		Namespace string            `json:"namespace" schema:"pattern=^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"`

@@ -29,8 +29,8 @@ const (
 	OutcomeError = "error"
 )
 
-// Metrics counts admission requests by webhook (adopt, validate, approve) and
-// outcome. A nil *Metrics counts nothing.
+// Metrics counts admission requests by webhook (adopt, validate, approve,
+// probe-host) and outcome. A nil *Metrics counts nothing.
 type Metrics struct {
 	requests   *prometheus.CounterVec
 	leftProbes *prometheus.CounterVec
@@ -40,7 +40,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "probed_webhook_admissions_total",
-		Help: "Admission requests answered, by webhook (adopt, validate, approve) and outcome (adopted, approved, unchanged, skipped, allowed, denied, error).",
+		Help: "Admission requests answered, by webhook (adopt, validate, approve, probe-host) and outcome (adopted, approved, unchanged, skipped, allowed, denied, error).",
 	}, []string{"webhook", "outcome"}),
 		leftProbes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probed_webhook_probes_left_total",

@@ -442,3 +442,41 @@ func TestChartRefusesUnlabelledNamespace(t *testing.T) {
 		t.Errorf("helm install into the labelled namespace: %v\n%s", err, out)
 	}
 }
+
+// monitoring.runbookBaseURL moves every alert's runbook link and keeps its
+// anchor; left empty, the links are deploy/monitoring's, the release's
+// docs (TestChartMatchesKustomize compares the whole PrometheusRule). A
+// base with a fragment is refused by the schema.
+func TestChartRunbookBaseURL(t *testing.T) {
+	t.Parallel()
+	const wiki = "https://wiki.example.org/probed/observability.md"
+	n := 0
+	for _, o := range helmTemplate(t, "probed-system", "monitoring.enabled=true", "monitoring.runbookBaseURL="+wiki) {
+		if o.GetKind() != "PrometheusRule" {
+			continue
+		}
+		groups, _, _ := unstructured.NestedSlice(o.Object, "spec", "groups")
+		for _, g := range groups {
+			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+			for _, r := range rules {
+				alert, _, _ := unstructured.NestedString(r.(map[string]any), "alert")
+				if alert == "" {
+					continue
+				}
+				n++
+				url, _, _ := unstructured.NestedString(r.(map[string]any), "annotations", "runbook_url")
+				if want := wiki + "#" + strings.ToLower(alert); url != want {
+					t.Errorf("%s: runbook_url %q, want %q", alert, url, want)
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d alerts rendered, want every one", n)
+	}
+	out, err := exec.Command(helmPath(t), "template", "probed", chartDir, "--set", "image.tag=dev",
+		"--set", "monitoring.enabled=true", "--set", "monitoring.runbookBaseURL="+wiki+"#x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "runbookBaseURL") {
+		t.Errorf("a base with a fragment rendered (%v):\n%s", err, out)
+	}
+}

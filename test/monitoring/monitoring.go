@@ -29,10 +29,25 @@ const (
 	KustomizationPath  = "deploy/monitoring/kustomization.yaml"
 	DashboardPath      = "deploy/monitoring/grafana-dashboard.json"
 	DocPath            = "docs/observability.md"
-	// RunbookBase is where every alert's runbook_url points, plus
-	// "#<alert name in lower case>", the heading's anchor.
-	RunbookBase = "https://github.com/probed-dev/probed/blob/main/docs/observability.md"
+	RunbooksPath       = "deploy/monitoring/runbooks.yaml"
+	// Home is the project's repository; a release is its tag v<VERSION>.
+	Home = "https://github.com/probed-dev/probed"
 )
+
+// ReleaseDoc is where the repository-relative file rel is read online as
+// the release this checkout prepares (VERSION) ships it: at its tag.
+func ReleaseDoc(rel string) (string, error) {
+	v, err := os.ReadFile(RepoPath("VERSION"))
+	if err != nil {
+		return "", err
+	}
+	return Home + "/blob/v" + strings.TrimSpace(string(v)) + "/" + rel, nil
+}
+
+// RunbookBase is where every alert's runbook_url points, plus "#<alert
+// name in lower case>", the heading's anchor: docs/observability.md as
+// the release ships it.
+func RunbookBase() (string, error) { return ReleaseDoc(DocPath) }
 
 // RepoPath turns a repository-relative path into an absolute one.
 func RepoPath(rel string) string {

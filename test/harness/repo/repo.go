@@ -51,18 +51,25 @@ func modulePath(goMod string) string {
 // InstallWrapper is the kustomization docs/install.md tells users to write
 // around deploy/ (its "# my-probed/kustomization.yaml" block), as written.
 func InstallWrapper(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "docs", "install.md"))
+	return DocBlock(root, "docs/install.md", "yaml", "# my-probed/kustomization.yaml")
+}
+
+// DocBlock is the fenced code block of the repository-relative Markdown
+// file doc whose language is lang and whose first line is first, as
+// written (first included).
+func DocBlock(root, doc, lang, first string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(doc)))
 	if err != nil {
 		return "", err
 	}
-	const start = "```yaml\n# my-probed/kustomization.yaml\n"
+	start := "```" + lang + "\n" + first + "\n"
 	_, rest, ok := strings.Cut(string(b), start)
 	if !ok {
-		return "", fmt.Errorf("docs/install.md has no my-probed/kustomization.yaml block")
+		return "", fmt.Errorf("%s has no %s block starting %q", doc, lang, first)
 	}
 	block, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		return "", fmt.Errorf("docs/install.md: the my-probed/kustomization.yaml block does not end")
+		return "", fmt.Errorf("%s: the block starting %q does not end", doc, first)
 	}
-	return block, nil
+	return first + "\n" + block, nil
 }

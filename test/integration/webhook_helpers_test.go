@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -33,13 +32,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 const (
@@ -96,30 +94,13 @@ func buildWebhookBinary(t testing.TB, race bool) string {
 // webhookManifests decodes every object of deploy/webhook's resources.
 func webhookManifests(t testing.TB) []runtime.Object {
 	t.Helper()
-	var out []runtime.Object
+	var files []string
 	for _, f := range []string{"webhook.yaml", "admission.yaml", "ca-bundle.yaml"} {
-		b, err := os.ReadFile(filepath.Join(webhookDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			out = append(out, obj)
-		}
+		files = append(files, filepath.Join(webhookDir, f))
+	}
+	out, err := manifest.TypedFiles(files...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

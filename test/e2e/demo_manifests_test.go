@@ -4,10 +4,6 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,10 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 const (
@@ -41,15 +37,11 @@ func demoObjects(t *testing.T) (namespaces []v1.Namespace, deployments []appsv1.
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
+		docs, err := manifest.Documents(b)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, doc := range docs {
 			var tm metav1.TypeMeta
 			if err := yaml.Unmarshal(doc, &tm); err != nil {
 				t.Fatalf("%s: %v", f, err)

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // TestKubectlPlugin runs the real kubectl-probed binary, as a user with only
@@ -34,11 +36,7 @@ import (
 // with no token at all, gets the same.
 func TestKubectlPlugin(t *testing.T) {
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "kubectl-probed")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/kubectl-probed")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kubectl-probed: %v\n%s", err, out)
-	}
+	bin := proc.BuildTB(t, "./cmd/kubectl-probed", proc.BuildOptions{})
 
 	// A pod whose readiness probe always fails.
 	ann, _ := json.Marshal(map[string]any{"main": map[string]any{

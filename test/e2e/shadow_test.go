@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/probed-dev/probed/test/harness/proc"
 	promh "github.com/probed-dev/probed/test/harness/prometheus"
 	"github.com/probed-dev/probed/test/monitoring"
 )
@@ -55,10 +55,7 @@ func TestShadowModeBesideKubelet(t *testing.T) {
 	if err := createNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	probedBin := filepath.Join(t.TempDir(), "probed")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", probedBin, filepath.Join(repoRoot, "cmd/probed")).CombinedOutput(); err != nil {
-		t.Fatalf("building probed: %v\n%s", err, out)
-	}
+	probedBin := proc.BuildTB(t, "./cmd/probed", proc.BuildOptions{})
 
 	// 1. The kubelet probes an ordinary pod.
 	probedPort := strings.TrimPrefix(nd.ProbedMetricsURL(), "https://127.0.0.1:")
@@ -99,28 +96,10 @@ func TestShadowModeBesideKubelet(t *testing.T) {
 
 	// 2. probed in shadow mode beside it.
 	shadowAddr := freeLoopbackAddr(t)
-	shadow := exec.Command(probedBin, "--kubeconfig="+nd.KubeconfigPath, "--node-name="+nd.Name,
-		"--probe-source=spec", "--dry-run", "--metrics-bind-address="+shadowAddr,
-		"--runtime-endpoint="+nd.Containerd().Endpoint(), "-v=2")
-	logPath := filepath.Join(t.TempDir(), "shadow-probed.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shadow.Stdout, shadow.Stderr = logFile, logFile
-	if err := shadow.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shadow.Process.Kill()
-		_ = shadow.Wait()
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			lines := strings.Split(string(b), "\n")
-			t.Logf("shadow probed log (tail):\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
-		}
-	})
+	// Killed at the end: its shutdown is not what this test is about.
+	proc.StartDaemon(t, "shadow-probed", probedBin, []string{"--kubeconfig=" + nd.KubeconfigPath, "--node-name=" + nd.Name,
+		"--probe-source=spec", "--dry-run", "--metrics-bind-address=" + shadowAddr,
+		"--runtime-endpoint=" + nd.Containerd().Endpoint(), "-v=2"}, proc.DaemonOptions{KillAtEnd: true, TailLines: 60})
 
 	// 3. Prometheus: both probeds and the kubelet's /metrics/probes, over
 	// TLS with a scraper's token, as deploy/monitoring's PodMonitor scrapes

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,11 +26,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 // TestWebhook deploys the adoption webhook (its image, from deploy/webhook,
@@ -396,30 +394,13 @@ func deployWebhook(t *testing.T, ctx context.Context) {
 // decodeDir decodes the named YAML files of dir into typed objects.
 func decodeDir(t *testing.T, dir string, files ...string) []runtime.Object {
 	t.Helper()
-	var out []runtime.Object
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-		for {
-			doc, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			out = append(out, obj)
-		}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(dir, f)
+	}
+	out, err := manifest.TypedFiles(paths...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -16,12 +15,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 const chartDir = "../../charts/probed"
@@ -97,21 +97,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 // decodeObjects decodes a multi-document YAML stream, skipping empty
 // documents (Helm's comment-only ones).
 func decodeObjects(b []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
+	return manifest.Unstructured(b)
 }
 
 // objKey names an object: Kind/namespace/name.

@@ -5,9 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -19,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/diff"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 // convertManifests has every kind probed convert handles, with probes of
@@ -337,18 +335,12 @@ func runConvert(t *testing.T, in string) string {
 func applyDryRun(t *testing.T, dyn dynamic.Interface, stream string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	out := map[string]*unstructured.Unstructured{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(stream), 4096)
-	for {
-		var obj unstructured.Unstructured
-		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object == nil {
-			continue
-		}
-		objs := []unstructured.Unstructured{obj}
+	docs, err := manifest.Unstructured([]byte(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range docs {
+		objs := []unstructured.Unstructured{*obj}
 		if obj.GetKind() == "List" {
 			list, err := obj.ToList()
 			if err != nil {
@@ -369,6 +361,7 @@ func applyDryRun(t *testing.T, dyn dynamic.Interface, stream string) map[string]
 			out[o.GetKind()+"/"+o.GetName()] = applied
 		}
 	}
+	return out
 }
 
 // podTemplate is the pod template of a workload (a Pod's own metadata and

@@ -113,8 +113,8 @@ func TestStartWithAPIServerNeverReachable(t *testing.T) {
 		t.Errorf("probed probed %d times without having seen a pod", app.hits.Load())
 	}
 	select {
-	case <-p.exited:
-		t.Fatalf("probed exited while the API server was unreachable: %v", p.exitErr)
+	case <-p.Done():
+		t.Fatalf("probed exited while the API server was unreachable: %v", p.ExitErr())
 	default:
 	}
 

@@ -193,7 +193,7 @@ func TestSIGKILLDuringStatusWrites(t *testing.T) {
 		// Kill only while writes are flowing.
 		w0 := writes()
 		eventually(t, "status writes flowing", 30*time.Second, func() bool { return writes() >= w0+10 })
-		p.kill()
+		_ = p.Kill()
 		t.Logf("round %d: SIGKILLed probed with %d condition transitions seen so far", round, writes())
 		p = e.startProbed()
 		restartedAt = time.Now()
@@ -228,8 +228,8 @@ func TestSIGKILLDuringStatusWrites(t *testing.T) {
 		}
 	}
 	select {
-	case <-p.exited:
-		t.Fatalf("probed exited: %v", p.exitErr)
+	case <-p.Done():
+		t.Fatalf("probed exited: %v", p.ExitErr())
 	default:
 	}
 }

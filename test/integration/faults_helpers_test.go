@@ -355,17 +355,17 @@ func (r *faultRig) checkKills(fault string, since time.Time) {
 func (r *faultRig) checkHealthy(fault string) {
 	r.t.Helper()
 	select {
-	case <-r.p.exited:
-		r.t.Fatalf("%s: probed exited during the fault: %v", fault, r.p.exitErr)
+	case <-r.p.Done():
+		r.t.Fatalf("%s: probed exited during the fault: %v", fault, r.p.ExitErr())
 	default:
 	}
 	r.flip()
 	r.waitConverged(fault+": a flip after the fault", time.Now(), 20*time.Second)
-	r.p.stop()
-	if r.p.exitErr != nil {
-		r.t.Errorf("%s: probed exited with %v on SIGTERM", fault, r.p.exitErr)
+	r.p.Shutdown()
+	if r.p.ExitErr() != nil {
+		r.t.Errorf("%s: probed exited with %v on SIGTERM", fault, r.p.ExitErr())
 	}
-	log, err := os.ReadFile(r.p.logPath)
+	log, err := r.p.Output()
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // TestFootprint110Pods measures one probed on a 110-pod node with a typical
@@ -44,12 +45,7 @@ func TestFootprint110Pods(t *testing.T) {
 	}
 	bin := os.Getenv("FOOTPRINT_BIN")
 	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "probed")
-		cmd := exec.Command("go", "build", "-tags", "footprint", "-o", bin, "../../cmd/probed")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as it ships
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, b)
-		}
+		bin = proc.BuildTB(t, "./cmd/probed", proc.BuildOptions{Shipped: true, Tags: []string{"footprint"}})
 	}
 	probedBin = bin // this test runs alone: not parallel
 
@@ -73,7 +69,7 @@ func TestFootprint110Pods(t *testing.T) {
 		e.waitCond(fmt.Sprintf("fp-%d", i), "probed.io/ready", v1.ConditionTrue, 2*time.Minute)
 	}
 	time.Sleep(20 * time.Second) // past the start-up jitter and the first GCs
-	pid := p.cmd.Process.Pid
+	pid := p.PID()
 	c0, t0 := procCPU(t, pid), time.Now()
 	time.Sleep(window)
 	c1, t1 := procCPU(t, pid), time.Now()

@@ -15,12 +15,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 var (
@@ -63,16 +62,7 @@ func run(m *testing.M) int {
 	// The daemon under test is built with the race detector, so data races in
 	// the real process fail the run too (it exits 66 on a race).
 	// PROBED_NO_RACE=1 (make bench) measures the daemon as it ships.
-	args := []string{"build", "-race", "-o", probedBin, "../../cmd/probed"}
-	env := os.Environ()
-	if os.Getenv("PROBED_NO_RACE") == "1" {
-		args = slices.Delete(args, 1, 2)
-		env = append(env, "CGO_ENABLED=0") // as it ships
-	}
-	build := exec.CommandContext(ctx, "go", args...)
-	build.Env = env
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := proc.Build(ctx, probedBin, "./cmd/probed", daemonBuild()); err != nil {
 		fmt.Fprintln(os.Stderr, "building probed:", err)
 		return 1
 	}
@@ -146,16 +136,22 @@ func (e *testEnv) probedKubeconfig() string {
 
 // probedProc is a running probed process.
 type probedProc struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	addr    string
-	logPath string
-	exited  chan struct{}
-	exitErr error
+	*proc.Daemon
+	t    *testing.T
+	addr string
 	// scheme is https, or http with --metrics-insecure-serving; over
 	// https, get sends scraperToken.
 	scheme string
 	http   *http.Client
+}
+
+// daemonBuild is how the tier builds the daemons it runs: with the race
+// detector unless PROBED_NO_RACE=1.
+func daemonBuild() proc.BuildOptions {
+	if os.Getenv("PROBED_NO_RACE") == "1" {
+		return proc.BuildOptions{Shipped: true}
+	}
+	return proc.BuildOptions{Race: true}
 }
 
 func freeAddr(t *testing.T) string {
@@ -189,7 +185,7 @@ func (e *testEnv) startProbedNoWait(extra ...string) *probedProc {
 // environment.
 func (e *testEnv) startProbedEnv(env []string, extra ...string) *probedProc {
 	e.t.Helper()
-	p := &probedProc{t: e.t, addr: freeAddr(e.t), exited: make(chan struct{}), scheme: "https"}
+	p := &probedProc{t: e.t, addr: freeAddr(e.t), scheme: "https"}
 	if slices.Contains(extra, "--metrics-insecure-serving") {
 		p.scheme = "http"
 	}
@@ -199,11 +195,6 @@ func (e *testEnv) startProbedEnv(env []string, extra ...string) *probedProc {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
 	p.http = &http.Client{Timeout: 5 * time.Second, Transport: tr}
 	e.t.Cleanup(tr.CloseIdleConnections)
-	p.logPath = filepath.Join(e.t.TempDir(), "probed.log")
-	logf, err := os.Create(p.logPath)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	args := append([]string{
 		"--kubeconfig=" + e.kubeconfigOrAdmin(),
 		"--node-name=" + e.node,
@@ -215,57 +206,12 @@ func (e *testEnv) startProbedEnv(env []string, extra ...string) *probedProc {
 		"--status-resync=5s",
 		"-v=3",
 	}, extra...)
-	p.cmd = exec.Command(probedBin, args...)
+	o := proc.DaemonOptions{TailLines: 200}
 	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
+		o.Env = append(os.Environ(), env...)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	go func() {
-		p.exitErr = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	e.t.Cleanup(func() {
-		p.stop()
-		if e.t.Failed() {
-			p.dumpLog()
-		}
-	})
+	p.Daemon = proc.StartDaemon(e.t, "probed", probedBin, args, o)
 	return p
-}
-
-func (p *probedProc) dumpLog() {
-	b, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > 200 {
-		lines = lines[len(lines)-200:]
-	}
-	p.t.Logf("probed log (tail):\n%s", strings.Join(lines, "\n"))
-}
-
-// stop sends SIGTERM and waits; a graceful exit is checked by the caller via exitErr.
-func (p *probedProc) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		p.t.Errorf("probed did not exit within 30s of SIGTERM")
-	}
-}
-
-func (p *probedProc) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.exited
 }
 
 // get reads one of probed's endpoints, over https with scraperToken unless

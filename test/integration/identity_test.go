@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,14 +31,14 @@ func (e *testEnv) expectStartRefused(want ...string) {
 	e.t.Helper()
 	p := e.startProbedNoWait()
 	select {
-	case <-p.exited:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("probed kept running with an identity the node-confinement policy would deny")
 	}
-	if p.exitErr == nil {
+	if p.ExitErr() == nil {
 		e.t.Error("probed exited 0; want a failure")
 	}
-	b, _ := os.ReadFile(p.logPath)
+	b, _ := p.Output()
 	for _, w := range want {
 		if !strings.Contains(string(b), w) {
 			e.t.Errorf("probed's log does not say %q:\n%s", w, b)

@@ -148,7 +148,7 @@ func TestRestartOfProbedFlipsNothing(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 2; i++ {
-		p.kill()
+		_ = p.Kill()
 		p = e.startProbed()
 		// Let the new probed probe several times.
 		h := app.hits.Load()
@@ -263,7 +263,7 @@ func TestBadInputIsReportedAndContained(t *testing.T) {
 		t.Error("probed unhealthy after bad input")
 	}
 	select {
-	case <-pr.exited:
+	case <-pr.Done():
 		t.Fatal("probed exited on bad input")
 	default:
 	}

@@ -71,7 +71,7 @@ func TestAPIServerOutage(t *testing.T) {
 	// client-go's reflector backs off up to ~30 s while the API server is down.
 	eventually(t, "late probed ready after sync", 60*time.Second, func() bool { c, _ := lp.get("/readyz"); return c == http.StatusOK })
 	select {
-	case <-p.exited:
+	case <-p.Done():
 		t.Fatal("probed exited during the outage")
 	default:
 	}

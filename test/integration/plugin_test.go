@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probed-dev/probed/pkg/probeview"
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 var (
@@ -36,11 +35,7 @@ func buildPlugin(t *testing.T) string {
 	t.Helper()
 	pluginBinOnce.Do(func() {
 		pluginBin = filepath.Join(filepath.Dir(probedBin), "kubectl-probed")
-		cmd := exec.Command("go", "build", "-o", pluginBin, "../../cmd/kubectl-probed")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			pluginBinErr = fmt.Errorf("building kubectl-probed: %v\n%s", err, out)
-		}
+		pluginBinErr = proc.Build(context.Background(), pluginBin, "./cmd/kubectl-probed", proc.BuildOptions{Shipped: true})
 	})
 	if pluginBinErr != nil {
 		t.Fatal(pluginBinErr)

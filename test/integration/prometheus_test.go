@@ -196,7 +196,7 @@ func TestPrometheusAlertsOnRealProbed(t *testing.T) {
 		}
 	}
 
-	o.p.stop()
+	o.p.Shutdown()
 	prom.eventually("probed's target down", fmt.Sprintf(`up{job="probed",node=%q}`, node), 15*time.Second,
 		func(v promh.Vector) bool { return value(v) == 0 })
 	prom.eventually("ProbedDown pending", alert("ProbedDown"), 15*time.Second, pending)
@@ -361,6 +361,6 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 
 	// No kube-state-metrics here: the node probed ran on in the range,
 	// without a probed up now, is the one missing.
-	o.p.stop()
+	o.p.Shutdown()
 	o.prom.eventually("probed missing once it stopped", missing, 15*time.Second, func(v promh.Vector) bool { return value(v) == 1 })
 }

@@ -214,7 +214,7 @@ func TestProbeEditNeedsExec(t *testing.T) {
 		eventually(t, "the new command runs", 20*time.Second, func() bool { return ranCommand(p, "app", "exec [cat /tmp/ready]") })
 	})
 
-	w.stop()
+	w.Shutdown()
 
 	t.Run("webhook down: a patch-only user's new command is refused by probed", func(t *testing.T) {
 		if err := setAnnotations(ctx, users.patcher, e.ns, "app", map[string]any{probespec.ProbesAnnotation: withReadiness(execSpec("sh", "-c", token))}); err != nil {
@@ -286,7 +286,7 @@ func TestProbeEditNeedsExec(t *testing.T) {
 	})
 
 	t.Run("an edit made while probed is down is judged the same", func(t *testing.T) {
-		p.stop()
+		p.Shutdown()
 		if err := setAnnotations(ctx, users.patcher, e.ns, "app", map[string]any{probespec.ProbesAnnotation: withReadiness(execSpec("sh", "-c", "id; "+token))}); err != nil {
 			t.Fatal(err)
 		}

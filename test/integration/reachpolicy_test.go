@@ -42,7 +42,7 @@ func TestReachPolicyChecker(t *testing.T) {
 	p := e.startProbed()
 	const deployed = `probed_probe_reach_policy_in_force{policy="probed-probe-reach"} 1`
 	eventually(t, deployed, 20*time.Second, func() bool { return len(p.metricLines(deployed)) == 1 })
-	p.stop()
+	p.Shutdown()
 
 	created := probes{"app": {"livenessProbe": execSpec("cat", "/tmp/healthy")}}
 	pod := e.createPod("held", mustJSON(created), false, container{name: "app"})
@@ -84,7 +84,7 @@ func TestReachPolicyChecker(t *testing.T) {
 	eventually(t, "the daemon's InvalidProbe", 20*time.Second, func() bool { return e.findEvent(pod.UID, "InvalidProbe", refused) != nil })
 	noWorkerRuns(t, p, "token")
 
-	p.stop()
+	p.Shutdown()
 	p = e.startProbed("--probe-reach-policy=" + name)
 	eventually(t, "the edit still refused after a restart of probed", 20*time.Second, func() bool {
 		return len(p.metricLines("probed_probes_unapproved_reach 1")) == 1
@@ -93,7 +93,7 @@ func TestReachPolicyChecker(t *testing.T) {
 		return ranCommand(p, "held", "exec [cat /tmp/healthy]")
 	})
 	noWorkerRuns(t, p, "token")
-	p.stop()
+	p.Shutdown()
 
 	// deploy/'s policy and binding under the test's name, first altered.
 	objs, err := loadManifests()
@@ -132,7 +132,7 @@ func TestReachPolicyChecker(t *testing.T) {
 	t.Cleanup(func() { _ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}) })
 	p = e.startProbed("--probe-reach-policy=" + name)
 	eventually(t, "a binding that only warns is not in force", 20*time.Second, missingEvent("no binding denies with it in every namespace)"))
-	p.stop()
+	p.Shutdown()
 
 	// Deny, but the policy's check changed: allowed whatever the user.
 	b, err := api.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})

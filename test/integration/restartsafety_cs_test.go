@@ -70,7 +70,7 @@ func TestContainerStatusModeSurvivesSIGKILL(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	rec := e.watchPodState(ctx, containerStatusState)
-	p.kill()
+	_ = p.Kill()
 	hits := make([]int64, n)
 	for i, tg := range targets {
 		hits[i] = tg.hits.Load()

@@ -146,7 +146,7 @@ func TestHostPolicyKubeletAndPodIPs(t *testing.T) {
 	if other.hits.Load() == 0 {
 		t.Error("no request reached the other address")
 	}
-	p.stop()
+	p.Shutdown()
 
 	// The same node under pod-ips: a routable address that is not the
 	// pod's (TEST-NET-1, never dialed) is refused.

@@ -120,7 +120,7 @@ func TestWebhookAdmissionCost(t *testing.T) {
 	}
 
 	pw, pwo := percentiles(with), percentiles(without)
-	rss, hwm := procStatus(t, w.cmd.Process.Pid, "VmRSS"), procStatus(t, w.cmd.Process.Pid, "VmHWM")
+	rss, hwm := procStatus(t, w.PID(), "VmRSS"), procStatus(t, w.PID(), "VmHWM")
 	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,6 @@
 package integration
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,14 +11,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,13 +27,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/manifest"
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 const (
@@ -56,14 +50,14 @@ var (
 )
 
 // buildWebhook builds cmd/probed-webhook next to the probed binary TestMain
-// built (in a directory TestMain removes), with the race detector unless
-// PROBED_NO_RACE=1, as TestMain builds probed.
+// built (in a directory TestMain removes), as TestMain builds probed.
 func buildWebhook(t testing.TB) string {
-	return buildWebhookBinary(t, os.Getenv("PROBED_NO_RACE") != "1")
+	return buildWebhookBinary(t, daemonBuild().Race)
 }
 
 // buildWebhookBinary builds cmd/probed-webhook, with the race detector or
-// without (as it ships, for measurements).
+// without (as it ships, for measurements, which also shares the build cache
+// with the images).
 func buildWebhookBinary(t testing.TB, race bool) string {
 	t.Helper()
 	i, name := 0, "probed-webhook"
@@ -72,20 +66,8 @@ func buildWebhookBinary(t testing.TB, race bool) string {
 	}
 	webhookBinOnce[i].Do(func() {
 		webhookBins[i] = filepath.Join(filepath.Dir(probedBin), name)
-		args := []string{"build", "-o", webhookBins[i], "../../cmd/probed-webhook"}
-		if race {
-			args = slices.Insert(args, 1, "-race")
-		}
-		cmd := exec.Command("go", args...)
-		if !race {
-			// As it ships (and as the images are built), which also
-			// shares the build cache with them.
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			webhookBinErrs[i] = fmt.Errorf("building probed-webhook: %v\n%s", err, out)
-		}
+		webhookBinErrs[i] = proc.Build(context.Background(), webhookBins[i], "./cmd/probed-webhook",
+			proc.BuildOptions{Race: race, Shipped: !race})
 	})
 	if webhookBinErrs[i] != nil {
 		t.Fatal(webhookBinErrs[i])
@@ -96,30 +78,13 @@ func buildWebhookBinary(t testing.TB, race bool) string {
 // webhookManifests decodes every object of deploy/webhook's resources.
 func webhookManifests(t testing.TB) []runtime.Object {
 	t.Helper()
-	var out []runtime.Object
+	var files []string
 	for _, f := range []string{"webhook.yaml", "admission.yaml", "ca-bundle.yaml"} {
-		b, err := os.ReadFile(filepath.Join(webhookDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			out = append(out, obj)
-		}
+		files = append(files, filepath.Join(webhookDir, f))
+	}
+	out, err := manifest.TypedFiles(files...)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -234,14 +199,10 @@ func replace(t *testing.T, del, create func() error) {
 
 // webhookProc is a running probed-webhook.
 type webhookProc struct {
+	*proc.Daemon
 	t                    *testing.T
-	cmd                  *exec.Cmd
 	port                 int
 	health, metrics      string
-	logPath              string
-	exited               chan struct{}
-	exitErr              error
-	stopOnce             sync.Once
 	kubeconfig, tokenCfg string
 }
 
@@ -280,13 +241,8 @@ func startWebhook(t *testing.T, port int, extra ...string) *webhookProc {
 // startWebhookBinary is startWebhook with the binary bin.
 func startWebhookBinary(t *testing.T, bin string, port int, extra ...string) *webhookProc {
 	t.Helper()
-	w := &webhookProc{t: t, port: port, exited: make(chan struct{}),
+	w := &webhookProc{t: t, port: port,
 		health: "127.0.0.1:" + strconv.Itoa(freePort(t)), metrics: "127.0.0.1:" + strconv.Itoa(freePort(t))}
-	w.logPath = filepath.Join(t.TempDir(), "webhook.log")
-	logf, err := os.Create(w.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{
 		"--kubeconfig=" + webhookKubeconfig(t),
 		"--namespace=" + webhookNS,
@@ -298,56 +254,9 @@ func startWebhookBinary(t *testing.T, bin string, port int, extra ...string) *we
 		"--ca-propagation=1s",
 		"-v=2",
 	}, extra...)
-	w.cmd = exec.Command(bin, args...)
-	w.cmd.Stdout, w.cmd.Stderr = logf, logf
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		w.exitErr = w.cmd.Wait()
-		logf.Close()
-		close(w.exited)
-	}()
-	t.Cleanup(func() {
-		w.stop()
-		if t.Failed() {
-			w.dumpLog()
-		}
-	})
+	// A race report exits 66: a clean exit on SIGTERM is part of every test.
+	w.Daemon = proc.StartDaemon(t, "probed-webhook", bin, args, proc.DaemonOptions{CleanExit: true, TailLines: 150})
 	return w
-}
-
-// stop ends the process with SIGTERM and fails the test if it did not exit
-// cleanly (a race report exits 66).
-func (w *webhookProc) stop() {
-	w.stopOnce.Do(func() {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.exited:
-		case <-time.After(30 * time.Second):
-			_ = w.cmd.Process.Kill()
-			<-w.exited
-			w.t.Errorf("probed-webhook did not stop within 30s of SIGTERM")
-			return
-		}
-		if w.exitErr != nil {
-			w.t.Errorf("probed-webhook exited with %v", w.exitErr)
-		}
-	})
-}
-
-func (w *webhookProc) dumpLog() {
-	b, _ := os.ReadFile(w.logPath)
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > 150 {
-		lines = lines[len(lines)-150:]
-	}
-	w.t.Logf("probed-webhook log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
-}
-
-func (w *webhookProc) logContains(s string) bool {
-	b, _ := os.ReadFile(w.logPath)
-	return bytes.Contains(b, []byte(s))
 }
 
 // get fetches a path of its health or metrics address.
@@ -364,10 +273,8 @@ func (w *webhookProc) get(addr, path string) (int, string) {
 func (w *webhookProc) waitReady() {
 	w.t.Helper()
 	eventually(w.t, "probed-webhook /readyz", 60*time.Second, func() bool {
-		select {
-		case <-w.exited:
-			w.t.Fatalf("probed-webhook exited: %v", w.exitErr)
-		default:
+		if done, err := w.Exited(); done {
+			w.t.Fatalf("probed-webhook exited: %v", err)
 		}
 		code, _ := w.get(w.health, "/readyz")
 		return code == http.StatusOK

@@ -213,7 +213,7 @@ func TestWebhookRefusesInvalidAnnotations(t *testing.T) {
 	if _, err := client.CoreV1().Pods(labelled).Patch(ctx, live.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err == nil || !apierrors.IsInvalid(err) {
 		t.Errorf("an invalid edit of the annotation: %v, want refused", err)
 	}
-	w.stop()
+	w.Shutdown()
 	old, err := client.CoreV1().Pods(labelled).Create(ctx, annotated("before-webhook", `{"db": {}}`), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("with the webhook down (failing open): %v", err)
@@ -283,7 +283,7 @@ func TestWebhookDownPodsUnchanged(t *testing.T) {
 	if why := adopted(up); why != "" {
 		t.Fatalf("not adopted while the webhook is up: %s", why)
 	}
-	w.stop()
+	w.Shutdown()
 	for i := range 3 {
 		down, err := client.CoreV1().Pods(ns).Create(ctx, probedPod(fmt.Sprintf("while-down-%d", i)), metav1.CreateOptions{})
 		if err != nil {
@@ -426,7 +426,7 @@ func TestWebhookReplicasShareOneCertificate(t *testing.T) {
 			t.Errorf("a configuration does not trust the served certificate: %v", err)
 		}
 	}
-	if !a.logContains("Another replica renewed the certificates first") && !b.logContains("Another replica renewed the certificates first") {
+	if !a.LogSays("Another replica renewed the certificates first") && !b.LogSays("Another replica renewed the certificates first") {
 		t.Log("no write conflict this time: one replica wrote before the other read")
 	}
 }

@@ -3,8 +3,6 @@
 package release
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/probed-dev/probed/test/harness/proc"
 	"github.com/probed-dev/probed/test/harness/repo"
 )
 
@@ -40,46 +39,20 @@ func startRegistry(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "serve", filepath.Join(dir, "config.yml"))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	addr := make(chan string, 1)
-	var logs bytes.Buffer
-	go func() {
-		defer close(exited)
-		listening := regexp.MustCompile(`msg="listening on (127\.0\.0\.1:[0-9]+)"`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-			if logs.Len() < 1<<16 {
-				logs.WriteString(sc.Text() + "\n")
-			}
+	// Killed at the end: it holds nothing the next test needs.
+	d := proc.StartDaemon(t, "docker-registry", bin, []string{"serve", filepath.Join(dir, "config.yml")},
+		proc.DaemonOptions{KillAtEnd: true, TailLines: 200})
+	listening := regexp.MustCompile(`msg="listening on (127\.0\.0\.1:[0-9]+)"`)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		out, _ := d.Output()
+		if m := listening.FindSubmatch(out); m != nil {
+			return string(m[1])
 		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("docker-registry's log:\n%s", logs.String())
+		if done, err := d.Exited(); done {
+			t.Fatalf("docker-registry exited before it listened: %v", err)
 		}
-	})
-	select {
-	case a := <-addr:
-		return a
-	case <-exited:
-		t.Fatalf("docker-registry exited before it listened:\n%s", logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("docker-registry did not say where it listens within 30s")
 	}
+	t.Fatal("docker-registry did not say where it listens within 30s")
 	return ""
 }
 

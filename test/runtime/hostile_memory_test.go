@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,7 +48,7 @@ func TestHostilePodCannotRunProbedOutOfMemory(t *testing.T) {
 	t0 := time.Now()
 	cp := startControlPlane(t)
 	t.Logf("control plane up after %v", time.Since(t0))
-	bin := buildShippedProbed(t)
+	bin := proc.BuildTB(t, "./cmd/probed", proc.BuildOptions{Shipped: true})
 	t.Logf("probed built after %v", time.Since(t0))
 	client := cp.Client()
 	const ns, node = "hostile-mem", "node-hostile-mem"
@@ -169,18 +168,6 @@ func startControlPlane(t *testing.T) *controlplane.ControlPlane {
 	return cp
 }
 
-// buildShippedProbed builds probed as it ships: static, no race detector.
-func buildShippedProbed(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "probed")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/probed")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build probed: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // headerBombServer answers every request with 200 and n bytes of headers.
 func headerBombServer(t *testing.T, n int) int {
 	t.Helper()
@@ -250,7 +237,7 @@ func runAPIPod(t *testing.T, client kubernetes.Interface, h *ctrd.Containerd, no
 
 // limitedProbed is a probed process in a memory cgroup of its own.
 type limitedProbed struct {
-	proc    *proc.Process
+	proc    *proc.Daemon
 	addr    string
 	cgroup  string // "" without cgroup v1's memory controller
 	mu      sync.Mutex
@@ -271,7 +258,6 @@ func startProbedInMemoryLimit(t *testing.T, bin string, args []string) *limitedP
 	p := &limitedProbed{addr: ln.Addr().String(), cgroup: memoryCgroup(t, shippedMemoryLimit), stopped: make(chan struct{})}
 	_ = ln.Close()
 	args = append(args, "--metrics-bind-address="+p.addr, "--metrics-insecure-serving")
-	dir := t.TempDir()
 	env := append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", shippedMemoryLimit>>20))
 	cmd, cmdArgs := bin, args
 	if p.cgroup != "" {
@@ -279,20 +265,9 @@ func startProbedInMemoryLimit(t *testing.T, bin string, args []string) *limitedP
 		// of probed's happens outside it.
 		cmd, cmdArgs = "/bin/sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, p.cgroup, bin}, args...)
 	}
-	p.proc, err = proc.Start("probed", filepath.Join(dir, "probed.log"), filepath.Join(dir, "probed.pid"), cmd, cmdArgs, proc.Options{Env: env})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p.proc = proc.StartDaemon(t, "probed", cmd, cmdArgs, proc.DaemonOptions{Env: env})
 	go p.sample()
-	t.Cleanup(func() {
-		close(p.stopped)
-		if t.Failed() {
-			t.Logf("probed log (tail):\n%s", proc.Tail(p.proc.LogPath, 40))
-		}
-		if err := p.proc.Stop(30 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
+	t.Cleanup(func() { close(p.stopped) }) // before the daemon's own clean-up
 	poll(t, "probed's /healthz", time.Minute, func() bool {
 		resp, err := http.Get("http://" + p.addr + "/healthz")
 		if err != nil {

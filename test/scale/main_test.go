@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/proc"
 
 	"github.com/probed-dev/probed/test/scale/apiload"
 )
@@ -49,9 +49,7 @@ func run(m *testing.M) int {
 	probedBin = filepath.Join(dir, "probed")
 	// No -race: dozens of daemons under the race detector would measure
 	// the detector. The integration tier covers races.
-	build := exec.CommandContext(ctx, "go", "build", "-o", probedBin, "../../cmd/probed")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := proc.Build(ctx, probedBin, "./cmd/probed", proc.BuildOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, "building probed:", err)
 		return 1
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 var (
@@ -44,9 +44,7 @@ func run(m *testing.M) int {
 	probedBin = filepath.Join(dir, "probed")
 	// No -race: the soak measures CPU and memory, which the race detector
 	// inflates several times over. The integration tier covers races.
-	build := exec.CommandContext(ctx, "go", "build", "-o", probedBin, "../../cmd/probed")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := proc.Build(ctx, probedBin, "./cmd/probed", proc.BuildOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, "building probed:", err)
 		return 1
 	}

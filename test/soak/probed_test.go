@@ -9,23 +9,18 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // probedProc is the running daemon under test.
 type probedProc struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	addr    string
-	logPath string
-	exited  chan struct{}
-	exitErr error
+	*proc.Daemon
+	addr string
 }
 
 func startProbed(t *testing.T, node string, extra ...string) *probedProc {
@@ -34,13 +29,8 @@ func startProbed(t *testing.T, node string, extra ...string) *probedProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &probedProc{t: t, addr: ln.Addr().String(), exited: make(chan struct{})}
+	p := &probedProc{addr: ln.Addr().String()}
 	_ = ln.Close()
-	p.logPath = filepath.Join(t.TempDir(), "probed.log")
-	logf, err := os.Create(p.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := append([]string{
 		"--kubeconfig=" + cp.KubeconfigPath,
 		"--node-name=" + node,
@@ -52,22 +42,7 @@ func startProbed(t *testing.T, node string, extra ...string) *probedProc {
 		"--probe-host-policy=kubelet",
 		"-v=0",
 	}, extra...)
-	p.cmd = exec.Command(probedBin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.exitErr = p.cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			p.dumpLog()
-		}
-	})
+	p.Daemon = proc.StartDaemon(t, "probed", probedBin, args, proc.DaemonOptions{CleanExit: true})
 	eventually(t, "probed /readyz", time.Minute, func() bool {
 		code, _ := p.get("/readyz")
 		return code == http.StatusOK
@@ -76,39 +51,8 @@ func startProbed(t *testing.T, node string, extra ...string) *probedProc {
 }
 
 func (p *probedProc) alive() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop sends SIGTERM and checks for a clean exit.
-func (p *probedProc) stop() {
-	if !p.alive() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		if p.exitErr != nil {
-			p.t.Errorf("probed exited with %v after SIGTERM", p.exitErr)
-		}
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-		p.t.Errorf("probed did not exit within 30s of SIGTERM")
-	}
-}
-
-func (p *probedProc) dumpLog() {
-	b, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(string(b), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	p.t.Logf("probed log (tail):\n%s", strings.Join(lines, "\n"))
+	done, _ := p.Exited()
+	return !done
 }
 
 func (p *probedProc) get(path string) (int, string) {
@@ -132,7 +76,7 @@ type procSample struct {
 }
 
 func (p *probedProc) procSample() (procSample, error) {
-	pid := p.cmd.Process.Pid
+	pid := p.PID()
 	s := procSample{At: time.Now()}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {

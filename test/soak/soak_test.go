@@ -49,7 +49,7 @@ func TestSoak(t *testing.T) {
 	p := startProbed(t, c.node, probedFlags...)
 	res := &result{Config: cfg, ProbedFlags: probedFlags, LoadStart: loadavg()}
 	t.Logf("soak: %d pods × 3 probes for %v, waves every %v (churn %.0f%%, flips %.0f%%), probed pid %d",
-		cfg.Pods, cfg.Duration, cfg.Wave, cfg.ChurnFraction*100, cfg.FlipFraction*100, p.cmd.Process.Pid)
+		cfg.Pods, cfg.Duration, cfg.Wave, cfg.ChurnFraction*100, cfg.FlipFraction*100, p.PID())
 
 	// Priming: one small cycle first, so that node-level series created
 	// lazily (the lateness histograms) and lazily built pools are part of
@@ -90,7 +90,7 @@ func TestSoak(t *testing.T) {
 	for wave := 1; time.Now().Before(churnEnd); wave++ {
 		next := time.Now().Add(cfg.Wave)
 		if !p.alive() {
-			t.Fatalf("probed exited during wave %d: %v", wave, p.exitErr)
+			t.Fatalf("probed exited during wave %d: %v", wave, p.ExitErr())
 		}
 		c.releaseStarting()
 		mustDo(t, "delete wave", c.removeOldest(ctx, churn))

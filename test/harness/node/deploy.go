@@ -1,13 +1,11 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -23,11 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"sigs.k8s.io/yaml"
+
+	"github.com/probed-dev/probed/test/harness/manifest"
 )
 
 // ProbedImage is the image hack/build-probed-image.sh builds (in
@@ -300,42 +298,16 @@ func setEnv(env []corev1.EnvVar, name, value string) []corev1.EnvVar {
 // loadManifests reads the resources deploy/kustomization.yaml lists (or
 // every *.yaml when there is none), one object per YAML document.
 func loadManifests(dir string) ([]*unstructured.Unstructured, error) {
-	var files []string
-	if b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml")); err == nil {
-		var k struct {
-			Resources []string `json:"resources"`
-		}
-		if err := yaml.Unmarshal(b, &k); err != nil {
-			return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
-		}
-		for _, r := range k.Resources {
-			files = append(files, filepath.Join(dir, r))
-		}
-	} else {
-		all, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		sort.Strings(all)
-		files = all
+	files, err := manifest.Resources(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		files, _ = filepath.Glob(filepath.Join(dir, "*.yaml"))
+		sort.Strings(files)
+	} else if err != nil {
+		return nil, err
 	}
-	var objs []*unstructured.Unstructured
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			var m map[string]any
-			if err := dec.Decode(&m); err != nil {
-				if err == io.EOF {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if len(m) == 0 {
-				continue
-			}
-			objs = append(objs, &unstructured.Unstructured{Object: m})
-		}
+	objs, err := manifest.UnstructuredFiles(files...)
+	if err != nil {
+		return nil, err
 	}
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("no manifests in %s", dir)

@@ -21,6 +21,8 @@ import (
 type Options struct {
 	// Env replaces the child's environment; nil inherits ours.
 	Env []string
+	// Dir is the child's working directory; "" is ours.
+	Dir string
 	// Detached children get their own session: they outlive the test
 	// process and ignore the terminal's Ctrl-C and hang-up (the demo starts
 	// a node and exits). Others get SIGKILL when the test process dies, so
@@ -34,7 +36,7 @@ type Process struct {
 	LogPath string
 	PIDFile string
 	cmd     *exec.Cmd
-	logFrom int64         // size of the log before this start
+	logFrom int64         // where this start's output begins in the log
 	done    chan struct{} // closed once the child has been reaped
 	waitErr error         // valid after done is closed
 }
@@ -47,17 +49,17 @@ func Start(name, logPath, pidFile, bin string, args []string, opts Options) (*Pr
 	if err != nil {
 		return nil, err
 	}
+	// A header per start, so a restarted child's log reads as one story.
+	fmt.Fprintf(logFile, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
 	st, err := logFile.Stat()
 	if err != nil {
 		logFile.Close()
 		return nil, err
 	}
-	// A header per start, so a restarted child's log reads as one story.
-	fmt.Fprintf(logFile, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = opts.Env
+	cmd.Env, cmd.Dir = opts.Env, opts.Dir
 	if opts.Detached {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
@@ -98,20 +100,41 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Done is closed once the child has ended and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr is how the child ended (nil: exit 0); valid once Done is closed.
+func (p *Process) ExitErr() error {
+	<-p.done
+	return p.waitErr
+}
+
 // Stop sends SIGTERM, waits up to grace, then SIGKILLs, and always waits for
 // the child to be reaped so that its PID and ports are really free on return.
 func (p *Process) Stop(grace time.Duration) error {
+	_, err := p.Terminate(grace)
+	return err
+}
+
+// Terminate is Stop that also says whether the child outlived grace after
+// SIGTERM and had to be SIGKILLed.
+func (p *Process) Terminate(grace time.Duration) (killed bool, err error) {
 	if done, _ := p.Exited(); done {
-		return nil
+		return false, nil
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("SIGTERM %s (pid %d): %w", p.Name, p.PID(), err)
+		return false, fmt.Errorf("SIGTERM %s (pid %d): %w", p.Name, p.PID(), err)
 	}
 	select {
 	case <-p.done:
-		return nil
+		return false, nil
 	case <-time.After(grace):
 	}
+	return true, p.Kill()
+}
+
+// Kill sends SIGKILL and waits for the child to be reaped.
+func (p *Process) Kill() error {
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("SIGKILL %s (pid %d): %w", p.Name, p.PID(), err)
 	}
@@ -129,14 +152,24 @@ func (p *Process) Failure(format string, args ...any) error {
 	return fmt.Errorf("%s; last lines of %s:\n%s", msg, p.LogPath, Tail(p.LogPath, 30))
 }
 
+// Output is what the child has written since this start (its log after
+// the header, which names its arguments).
+func (p *Process) Output() ([]byte, error) {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) < p.logFrom {
+		return nil, fmt.Errorf("%s shrank", p.LogPath)
+	}
+	return b[p.logFrom:], nil
+}
+
 // LogSays reports whether this run of the child logged s; used to tell a
 // lost port race (worth a retry) from a real failure.
 func (p *Process) LogSays(s string) bool {
-	b, err := os.ReadFile(p.LogPath)
-	if err != nil || int64(len(b)) < p.logFrom {
-		return false
-	}
-	return bytes.Contains(b[p.logFrom:], []byte(s))
+	b, err := p.Output()
+	return err == nil && bytes.Contains(b, []byte(s))
 }
 
 // Tail returns the last n lines of a file, or a note if it cannot be read.

@@ -34,8 +34,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // ErrBinaryMissing is wrapped by Start's error when there is no prometheus
@@ -106,10 +107,7 @@ type Server struct {
 	Dir string
 
 	interval time.Duration
-	cmd      *exec.Cmd
-	logPath  string
-	done     chan struct{}
-	waitErr  error
+	proc     *proc.Process
 	client   *http.Client
 }
 
@@ -171,32 +169,15 @@ func start(ctx context.Context, bin, dir, cfgPath string, o Options) (*Server, e
 	if o.LookbackDelta > 0 {
 		args = append(args, "--query.lookback-delta="+o.LookbackDelta.String())
 	}
-	logPath := filepath.Join(dir, "prometheus.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// If the test binary dies, Prometheus dies with it (proc's default).
+	p, err := proc.Start("prometheus", filepath.Join(dir, "prometheus.log"), filepath.Join(dir, "prometheus.pid"), bin, args, proc.Options{Dir: dir})
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(logFile, "=== %s %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// If the test binary dies, take Prometheus with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	_ = os.WriteFile(filepath.Join(dir, "prometheus.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	s := &Server{
 		URL: "http://" + addr, Dir: dir, interval: o.ScrapeInterval,
-		cmd: cmd, logPath: logPath, done: make(chan struct{}),
-		client: &http.Client{Timeout: 30 * time.Second},
+		proc: p, client: &http.Client{Timeout: 30 * time.Second},
 	}
-	go func() {
-		s.waitErr = cmd.Wait()
-		logFile.Close()
-		close(s.done)
-	}()
 
 	ctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
@@ -204,11 +185,11 @@ func start(ctx context.Context, bin, dir, cfgPath string, o Options) (*Server, e
 	defer tick.Stop()
 	for {
 		select {
-		case <-s.done:
-			return nil, fmt.Errorf("prometheus exited before it was ready (%v):\n%s", s.waitErr, s.LogTail(30))
+		case <-p.Done():
+			return nil, p.Failure("prometheus exited before it was ready")
 		case <-ctx.Done():
-			s.kill()
-			return nil, fmt.Errorf("prometheus not ready within %v: %w\n%s", o.StartTimeout, ctx.Err(), s.LogTail(30))
+			_ = p.Kill()
+			return nil, p.Failure("prometheus not ready within %v: %v", o.StartTimeout, ctx.Err())
 		case <-tick.C:
 		}
 		resp, err := s.client.Get(s.URL + "/-/ready")
@@ -303,38 +284,17 @@ func findBinary(explicit, name string) (string, error) {
 func (s *Server) ScrapeInterval() time.Duration { return s.interval }
 
 // PID is the server's process ID.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.proc.PID() }
 
 // Stop sends SIGTERM to the server's PID, waits for it to exit (SIGKILL
 // after 15s) and removes its directory. It may be called more than once.
 func (s *Server) Stop() error {
-	select {
-	case <-s.done:
-	default:
-		_ = syscall.Kill(s.PID(), syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(15 * time.Second):
-			s.kill()
-		}
-	}
+	_ = s.proc.Stop(15 * time.Second)
 	return os.RemoveAll(s.Dir)
 }
 
-func (s *Server) kill() {
-	_ = syscall.Kill(s.PID(), syscall.SIGKILL)
-	<-s.done
-}
-
 // LogTail is the last n lines of the server's log.
-func (s *Server) LogTail(n int) string {
-	b, _ := os.ReadFile(s.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (s *Server) LogTail(n int) string { return proc.Tail(s.proc.LogPath, n) }
 
 // Sample is one element of an instant vector.
 type Sample struct {

@@ -170,13 +170,6 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 //
 //go:noinline
 func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) bool {
-	if w.anchor {
-		// The grid starts with the first probe, as the kubelet's ticker
-		// starts just before its first doProbe (and after its start-up
-		// sleep): the bookkeeping of a first step never shifts it.
-		w.anchor = false
-		w.sched.reset(w)
-	}
 	start, result, output, err := w.probe(ctx, pod, cs)
 	if !w.recordProbe(start, result, output, err) {
 		// Prober error: throw the result away.
@@ -302,6 +295,7 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 	start = w.cfg.Clock.Now()
 	result, output, err = w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, prober.Target{
 		PodIP:       pod.Status.PodIP,
+		PodIPs:      w.targetIPs(pod),
 		ContainerID: cs.ContainerID,
 		Ports:       w.cfg.Container.Ports,
 		Env:         w.cfg.Container.Env,

@@ -375,10 +375,7 @@ func (w *Worker) record(at time.Time, r results.Result, took time.Duration, outp
 	w.mu.Unlock()
 }
 
-// logKV is never inlined: its arguments would otherwise take room in the
-// frames of the probe path, and grow every worker's stack.
-//
-//go:noinline
+// logKV is the worker's key/values for a log line, then kv.
 func (w *Worker) logKV(kv ...any) []any {
 	return append([]any{
 		"pod", klog.KRef(w.cfg.PodNamespace, w.cfg.PodName), "podUID", w.cfg.PodUID,
@@ -388,16 +385,13 @@ func (w *Worker) logKV(kv ...any) []any {
 
 // vlog logs at level with the worker's key/values. Callers on the probe path
 // test klog.V first when they pass values, so that nothing is boxed while
-// the level is off. Never inlined, for the same reason as logKV.
-//
-//go:noinline
+// the level is off.
 func (w *Worker) vlog(level klog.Level, msg string, kv ...any) {
 	if v := klog.V(level); v.Enabled() {
 		v.InfoS(msg, w.logKV(kv...)...)
 	}
 }
 
-//go:noinline
 func (w *Worker) errorLog(err error, msg string, kv ...any) {
 	klog.ErrorS(err, msg, w.logKV(kv...)...)
 }

@@ -5,6 +5,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"net"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -24,10 +25,12 @@ import (
 
 // BenchmarkIdleWorkers runs real workers (New, Run) as on a node: 110 pods
 // with three probes each (readiness and liveness of one container, readiness
-// of a second), and 1,000 workers the same way. Every probe is a no-op
-// that passes, every period 1 s, and the workers start as after a restart of
-// probed (spread over a period by the start-up jitter). It reports, over a
-// window after every worker is on its ticker:
+// of a second), and 1,000 workers the same way. Every probe passes, every
+// period 1 s, and the workers start as after a restart of probed (spread
+// over a period by the start-up jitter). The probe is a no-op ("noop"), or
+// the real prober's TCP probe of a listener on loopback ("tcp"), whose
+// stack depth is a real probe's. It reports, over a window after every
+// worker is on its ticker:
 //
 //   - cpu-ms/s: the process's CPU per second of probing;
 //
@@ -43,12 +46,14 @@ import (
 // same file measures an older tree in the same run (benchConfig adapts it);
 // docs/benchmarks/ANALYSIS.md has the figures.
 func BenchmarkIdleWorkers(b *testing.B) {
-	for _, n := range []int{330, 1000} {
-		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				idleWorkers(b, n)
-			}
-		})
+	for _, probe := range []string{"noop", "tcp"} {
+		for _, n := range []int{330, 1000} {
+			b.Run(fmt.Sprintf("probe=%s/workers=%d", probe, n), func(b *testing.B) {
+				for b.Loop() {
+					idleWorkers(b, n, probe == "tcp")
+				}
+			})
+		}
 	}
 }
 
@@ -56,35 +61,56 @@ func BenchmarkIdleWorkers(b *testing.B) {
 // scheduler).
 var benchConfig func(*Config)
 
-// countingProber passes and counts its calls.
-type countingProber struct{ n *atomic.Int64 }
+// countingProber counts its calls and passes them to next, or passes.
+type countingProber struct {
+	n    *atomic.Int64
+	next Prober
+}
 
-func (p countingProber) Probe(context.Context, probespec.ProbeType, *v1.Probe, prober.Target, prober.EventSink) (results.Result, string, error) {
+func (p countingProber) Probe(ctx context.Context, t probespec.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
 	p.n.Add(1)
+	if p.next != nil {
+		return p.next.Probe(ctx, t, spec, target, events)
+	}
 	return results.Success, "", nil
 }
 
-func idleWorkers(b *testing.B, n int) {
+// loopbackListener accepts and closes connections until the benchmark ends.
+func loopbackListener(b *testing.B) int32 {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return int32(l.Addr().(*net.TCPAddr).Port)
+}
+
+func idleWorkers(b *testing.B, n int, tcp bool) {
 	const period, window = time.Second, 3 * time.Second
 	pods := &fakePods{}
 	var calls atomic.Int64
-	byType := map[probespec.ProbeType]results.Manager{probespec.Readiness: results.NewManager(), probespec.Liveness: results.NewManager()}
+	// As the manager has them: liveness results in a cache that reports
+	// nothing, readiness results queued for the status writer (nothing
+	// drains them here: after each container's first result, a steady
+	// probe queues nothing more).
+	byType := map[probespec.ProbeType]results.Manager{probespec.Readiness: results.NewManager(), probespec.Liveness: results.NewCache()}
 	metrics := NewMetrics(prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, rm := range byType {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-rm.Updates():
-					_ = rm.Drain()
-				}
-			}
-		}()
+	port, probe := int32(8080), countingProber{n: &calls}
+	if tcp {
+		port, probe.next = loopbackListener(b), prober.New(nil, prober.Options{})
 	}
-	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(port)}},
 		TimeoutSeconds: 1, PeriodSeconds: int32(period / time.Second), SuccessThreshold: 1, FailureThreshold: 3}
 	var pod *v1.Pod
 	before := memInUse()
@@ -104,7 +130,7 @@ func idleWorkers(b *testing.B, n int) {
 		cfg := Config{
 			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
 			Container: container, ProbeType: pt, Spec: spec,
-			Prober: countingProber{&calls}, Pods: pods, Results: byType[pt],
+			Prober: probe, Pods: pods, Results: byType[pt],
 			DaemonStart: time.Now(), Metrics: metrics,
 		}
 		if benchConfig != nil {
@@ -143,7 +169,7 @@ func benchPod(i int) *v1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: "bench", UID: types.UID(fmt.Sprintf("uid-%08d", i))},
 		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app"}, {Name: "sidecar"}}},
 		Status: v1.PodStatus{
-			Phase: v1.PodRunning, PodIP: "10.0.0.1", PodIPs: []v1.PodIP{{IP: "10.0.0.1"}},
+			Phase: v1.PodRunning, PodIP: "127.0.0.1", PodIPs: []v1.PodIP{{IP: "127.0.0.1"}},
 			ContainerStatuses: []v1.ContainerStatus{
 				{Name: "app", Ready: true, Started: &started, ContainerID: fmt.Sprintf("containerd://%063x1", i), State: running},
 				{Name: "sidecar", Ready: true, Started: &started, ContainerID: fmt.Sprintf("containerd://%063x2", i), State: running},

@@ -1,13 +1,12 @@
 package manager
 
 import (
-	"slices"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // hostPolicyProblems applies --probe-host-policy to the hosts that probes
@@ -26,7 +25,7 @@ func hostPolicyProblems(guard *hostpolicy.Guard, pod *v1.Pod, exempt []string, d
 	if guard.Policy() == hostpolicy.Kubelet {
 		return declared, problems
 	}
-	if len(PodIPs(pod)) == 0 {
+	if len(worker.PodIPs(pod)) == 0 {
 		return declared, problems
 	}
 	parsed := hostpolicy.ParsePodIPs(exempt...)
@@ -62,22 +61,4 @@ func probeHost(p *v1.Probe) (string, string) {
 		return "tcpSocket.host", p.TCPSocket.Host
 	}
 	return "", ""
-}
-
-// PodIPs returns the pod's IPs: status.podIPs, and status.podIP if it is
-// not among them.
-func PodIPs(pod *v1.Pod) []string {
-	if pod == nil {
-		return nil
-	}
-	out := make([]string, 0, len(pod.Status.PodIPs)+1)
-	for _, ip := range pod.Status.PodIPs {
-		if ip.IP != "" && !slices.Contains(out, ip.IP) {
-			out = append(out, ip.IP)
-		}
-	}
-	if ip := pod.Status.PodIP; ip != "" && !slices.Contains(out, ip) {
-		out = append(out, ip)
-	}
-	return out
 }

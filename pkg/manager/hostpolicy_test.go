@@ -19,6 +19,7 @@ import (
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // newEnvWith is newEnv with extra manager options.
@@ -125,7 +126,7 @@ func TestHostPolicyProblems(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.policy), func(t *testing.T) {
-			kept, problems := hostPolicyProblems(testGuard(tc.policy), pod, PodIPs(pod), declared, nil)
+			kept, problems := hostPolicyProblems(testGuard(tc.policy), pod, worker.PodIPs(pod), declared, nil)
 			if len(kept) != tc.kept {
 				t.Errorf("kept %d probes; want %d", len(kept), tc.kept)
 			}
@@ -139,29 +140,29 @@ func TestHostPolicyProblems(t *testing.T) {
 		})
 	}
 	// Without a guard nothing is checked.
-	if kept, problems := hostPolicyProblems(nil, pod, PodIPs(pod), declared, nil); len(kept) != 3 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(nil, pod, worker.PodIPs(pod), declared, nil); len(kept) != 3 || len(problems) != 0 {
 		t.Errorf("nil guard: kept %d, problems %v", len(kept), problems)
 	}
 	// Names are left to the prober, which judges what they resolve to.
 	named := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("localhost"))}
-	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, PodIPs(pod), named, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, worker.PodIPs(pod), named, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("name: kept %d, problems %v", len(kept), problems)
 	}
 	// Until the pod has an IP nothing is judged: its own IPs are always
 	// allowed, and a hostNetwork pod's IP is the node's.
 	noIP := pod.DeepCopy()
 	noIP.Status.PodIP, noIP.Status.PodIPs = "", nil
-	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), noIP, PodIPs(noIP), declared, nil); len(kept) != 3 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), noIP, worker.PodIPs(noIP), declared, nil); len(kept) != 3 || len(problems) != 0 {
 		t.Errorf("no pod IP: kept %d, problems %v", len(kept), problems)
 	}
 	// A hostNetwork pod probing the node's address by its own IP.
 	hostNet := pod.DeepCopy()
 	hostNet.Status.PodIP, hostNet.Status.PodIPs = "10.9.9.9", []v1.PodIP{{IP: "10.9.9.9"}}
 	nodeProbe := []probespec.DeclaredProbe{probe("app", "readinessProbe", httpHost("10.9.9.9"))}
-	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), hostNet, PodIPs(hostNet), nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), hostNet, worker.PodIPs(hostNet), nodeProbe, nil); len(kept) != 1 || len(problems) != 0 {
 		t.Errorf("hostNetwork pod's own IP: kept %d, problems %v", len(kept), problems)
 	}
-	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, PodIPs(pod), nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
+	if kept, problems := hostPolicyProblems(testGuard(hostpolicy.DenyNodeLocal), pod, worker.PodIPs(pod), nodeProbe, nil); len(kept) != 0 || len(problems) != 1 ||
 		!strings.Contains(problems[0].String(), "10.9.9.9 is an address of this node") {
 		t.Errorf("node address: kept %d, problems %v", len(kept), problems)
 	}

@@ -106,11 +106,6 @@ type Manager struct {
 
 	liveness, readiness, startup results.Manager
 
-	// sched and watches are shared by every worker: one timer heap, and one
-	// watch per context the workers run with.
-	sched   worker.Scheduler
-	watches *worker.Watches
-
 	// statusMu serializes updateStatus; it is taken before mu, never after.
 	statusMu sync.Mutex
 
@@ -199,8 +194,6 @@ func New(o Options) (*Manager, error) {
 		pods:      map[types.UID]*podEntry{},
 		byKey:     map[string]map[types.UID]struct{}{},
 		held:      map[string]*heldReach{},
-		sched:     worker.NewScheduler(o.Clock),
-		watches:   worker.NewWatches(),
 	}
 	_, err = o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.enqueue,

@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // fakeSandboxIPs is the runtime's answer per container ID.
@@ -176,5 +178,39 @@ func TestTrustPodStatusIPs(t *testing.T) {
 	defer rt.mu.Unlock()
 	if len(rt.owners) != 0 {
 		t.Errorf("the runtime was asked %d times", len(rt.owners))
+	}
+}
+
+// The worker fills Target.PodIPs from the pod it probes, and workerProber
+// verifies those against the runtime without reading the pod again: a
+// pod the cache no longer holds (deleted while its probe ran) is judged by
+// the same rule, never by status IPs taken as written.
+func TestWorkerProberVerifiesTheWorkersIPs(t *testing.T) {
+	rt := &fakeSandboxIPs{ips: map[string][]string{"containerd://u1-app": {"10.1.0.5"}}}
+	tp := &targetProber{}
+	e := newEnvWith(t, func(o *Options) { o.Prober, o.HostGuard, o.SandboxIPs = tp, testGuard(hostpolicy.DenyNodeLocal), rt })
+	for _, tc := range []struct {
+		name        string
+		hostNetwork bool
+		want        []string
+	}{
+		{"sandbox", false, []string{"10.1.0.5"}},
+		{"hostNetwork", true, []string{"10.9.9.9"}}, // the node's own address, testGuard's
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := workerProber{m: e.mgr, uid: "u1", pod: klog.KRef("ns", "p"), hostNetwork: tc.hostNetwork, container: "app"}
+			statusIPs := append(slices.Clone(spoofed), "10.9.9.9")
+			if _, _, err := p.Probe(context.Background(), probespec.Readiness, &v1.Probe{}, prober.Target{
+				PodIP: spoofed[0], PodIPs: statusIPs, ContainerID: "containerd://u1-app",
+			}, nil); err != nil {
+				t.Fatal(err)
+			}
+			tp.mu.Lock()
+			got := tp.targets[len(tp.targets)-1]
+			tp.mu.Unlock()
+			if !slices.Equal(got.PodIPs, tc.want) || !got.PodIPsVerified {
+				t.Errorf("target PodIPs %v, verified %v; want %v, verified", got.PodIPs, got.PodIPsVerified, tc.want)
+			}
+		})
 	}
 }

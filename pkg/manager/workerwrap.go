@@ -25,20 +25,22 @@ type LivenessTracker interface {
 	ForgetPod(podUID types.UID)
 }
 
-// workerProber is the Prober one worker gets. It completes the target with
-// the pod's own IPs (ownIPs), which the host policy always allows, and
-// tells the liveness tracker when a liveness probe passes.
+// workerProber is the Prober one worker gets. It narrows the target's
+// status IPs, which the worker filled from the pod it probes, to those the
+// node vouches for as the pod's own (ownIPs), which the host policy always
+// allows, and tells the liveness tracker when a liveness probe passes.
 type workerProber struct {
-	m         *Manager
-	uid       types.UID
-	container string
+	m   *Manager
+	uid types.UID
+	pod klog.ObjectRef
+	// hostNetwork is the pod's spec.hostNetwork, which cannot change.
+	hostNetwork bool
+	container   string
 }
 
 func (p workerProber) Probe(ctx context.Context, t probespec.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
-	if pod, ok := p.m.Pod(p.uid); ok {
-		target.PodIPs = p.m.ownIPs(ctx, pod, target.ContainerID)
-		target.PodIPsVerified = !p.m.opts.TrustPodStatusIPs
-	}
+	target.PodIPs = p.m.ownIPs(ctx, p.pod, p.hostNetwork, target.PodIPs, target.ContainerID)
+	target.PodIPsVerified = !p.m.opts.TrustPodStatusIPs
 	res, out, err := p.m.opts.Prober.Probe(ctx, t, spec, target, events)
 	if t == probespec.Liveness && err == nil && res == results.Success && p.m.opts.Liveness != nil {
 		p.m.opts.Liveness.LivenessPassed(p.uid, p.container)

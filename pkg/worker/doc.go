@@ -7,7 +7,6 @@
 // probed's own (Config.Started), time comes from an injected clock, metrics
 // are not package globals, and a panic is logged and counted, never eaten.
 //
-// Scheduling: each worker keeps its own goroutine, as in the kubelet, but
-// the ticks come from one shared timer heap (scheduler.go) rather than one
-// runtime timer per worker, and an idle tick allocates nothing.
+// Scheduling is the kubelet's: each worker's goroutine waits in a select on
+// its own ticker, a manual trigger, Stop and its context.
 package worker

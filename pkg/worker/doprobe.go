@@ -36,8 +36,6 @@ func (w *Worker) doProbe(ctx context.Context) (keepGoing bool) {
 		}
 	}()
 
-	// The checks and the probe are two calls, not one deep frame: the
-	// probe path's stack must stay within a goroutine's initial 2 KiB.
 	pod, cs, next := w.lookup()
 	if next == stepProbe {
 		if w.containerID != cs.ContainerID {
@@ -60,8 +58,6 @@ const (
 
 // lookup finds the pod and the container's status, as the kubelet's first
 // checks do.
-//
-//go:noinline
 func (w *Worker) lookup() (*v1.Pod, *v1.ContainerStatus, int) {
 	pod, ok := w.cfg.Pods.Pod(w.cfg.PodUID)
 	if !ok || pod == nil {
@@ -91,8 +87,6 @@ func (w *Worker) lookup() (*v1.Pod, *v1.ContainerStatus, int) {
 }
 
 // gate runs the kubelet's checks on the container instance before a probe.
-//
-//go:noinline
 func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) int {
 	if w.onHold {
 		// On hold until a new container instance appears.
@@ -167,16 +161,7 @@ func (w *Worker) gate(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) 
 }
 
 // probeAndCount probes and applies the thresholds.
-//
-//go:noinline
 func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) bool {
-	if w.anchor {
-		// The grid starts with the first probe, as the kubelet's ticker
-		// starts just before its first doProbe (and after its start-up
-		// sleep): the bookkeeping of a first step never shifts it.
-		w.anchor = false
-		w.sched.reset(w)
-	}
 	start, result, output, err := w.probe(ctx, pod, cs)
 	if !w.recordProbe(start, result, output, err) {
 		// Prober error: throw the result away.
@@ -228,8 +213,6 @@ func (w *Worker) probeAndCount(ctx context.Context, pod *v1.Pod, cs *v1.Containe
 // resultChanged records the instance's new decided result and, when
 // asked for, says so in a Normal event. A success's output never goes in
 // it, as it never goes in pod status.
-//
-//go:noinline
 func (w *Worker) resultChanged(pod *v1.Pod, result results.Result, output string) {
 	from := w.decided
 	w.decided = result
@@ -252,8 +235,6 @@ const maxDecidingOutput = 2 << 10
 // output: nothing for a success (pod status never carries a success's body
 // or output: it could be any internal endpoint's answer), else its start,
 // copied so that the probe's 10 KiB buffer is not kept alive.
-//
-//go:noinline
 func decidingOutput(r results.Result, output string) string {
 	if r == results.Success || output == "" {
 		return ""
@@ -293,15 +274,13 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 	w.killPending = false
 }
 
-// probe runs the prober once. It only calls: the prober's stack sits on
-// top of this frame, so the bookkeeping is left to recordProbe.
-//
-//go:noinline
+// probe runs the prober once.
 func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) (start time.Time, result results.Result, output string, err error) {
 	w.events.pod = pod
 	start = w.cfg.Clock.Now()
 	result, output, err = w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, prober.Target{
 		PodIP:       pod.Status.PodIP,
+		PodIPs:      w.targetIPs(pod),
 		ContainerID: cs.ContainerID,
 		Ports:       w.cfg.Container.Ports,
 		Env:         w.cfg.Container.Env,
@@ -315,8 +294,6 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 
 // recordProbe records a probe in the history and metrics, and reports
 // whether its result counts (false when the prober returned an error).
-//
-//go:noinline
 func (w *Worker) recordProbe(start time.Time, result results.Result, output string, err error) bool {
 	took := w.cfg.Clock.Since(start)
 	if err != nil {
@@ -358,8 +335,6 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 
 // deletedMeanwhile reports, for liveness and startup, whether the pod read
 // before the probe has since started terminating.
-//
-//go:noinline
 func (w *Worker) deletedMeanwhile() bool {
 	if w.cfg.ProbeType != probespec.Liveness && w.cfg.ProbeType != probespec.Startup {
 		return false

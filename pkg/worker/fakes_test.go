@@ -163,11 +163,13 @@ func (r *fakeRecorder) list() []string {
 	return append([]string(nil), r.events...)
 }
 
-// stepClock is a FakeClock that reports every timer it arms (NewTimer and
-// Reset), so Run-loop tests step time only once the worker waits on it.
+// stepClock is a FakeClock that reports every timer and ticker it arms
+// (NewTimer, Reset and NewTicker), so Run-loop tests step time only once the
+// worker waits on it, and counts those not stopped yet.
 type stepClock struct {
 	*testingclock.FakeClock
 	armed chan time.Duration
+	live  atomic.Int32
 }
 
 func newStepClock(now time.Time) *stepClock {
@@ -177,18 +179,55 @@ func newStepClock(now time.Time) *stepClock {
 func (c *stepClock) NewTimer(d time.Duration) clock.Timer {
 	t := c.FakeClock.NewTimer(d)
 	c.armed <- d
-	return &stepTimer{Timer: t, armed: c.armed}
+	c.live.Add(1)
+	return &stepTimer{Timer: t, c: c}
 }
+
+func (c *stepClock) NewTicker(d time.Duration) clock.Ticker {
+	t := c.FakeClock.NewTicker(d)
+	c.armed <- d
+	c.live.Add(1)
+	return &stepTicker{Ticker: t, c: c}
+}
+
+// idle reports whether every timer and ticker the clock handed out was
+// stopped. (FakeClock's HasWaiters cannot tell: its tickers' Stop does
+// nothing.)
+func (c *stepClock) idle() bool { return c.live.Load() == 0 }
 
 type stepTimer struct {
 	clock.Timer
-	armed chan time.Duration
+	c       *stepClock
+	stopped atomic.Bool
 }
 
 func (t *stepTimer) Reset(d time.Duration) bool {
 	active := t.Timer.Reset(d)
-	t.armed <- d
+	t.c.armed <- d
+	if t.stopped.CompareAndSwap(true, false) {
+		t.c.live.Add(1)
+	}
 	return active
+}
+
+func (t *stepTimer) Stop() bool {
+	if t.stopped.CompareAndSwap(false, true) {
+		t.c.live.Add(-1)
+	}
+	return t.Timer.Stop()
+}
+
+type stepTicker struct {
+	clock.Ticker
+	c       *stepClock
+	stopped atomic.Bool
+}
+
+func (t *stepTicker) Stop() {
+	if t.stopped.CompareAndSwap(false, true) {
+		t.c.live.Add(-1)
+	}
+	t.Ticker.Stop()
 }
 
 var epoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)

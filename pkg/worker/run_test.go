@@ -190,7 +190,7 @@ func TestStopDuringJitter(t *testing.T) {
 	if n := e.prober.count(); n != 0 {
 		t.Errorf("probed %d times", n)
 	}
-	if e.clock.HasWaiters() {
+	if !e.clock.idle() {
 		t.Error("the jitter timer was left armed")
 	}
 	if e.exits.Load() != 1 {
@@ -272,7 +272,7 @@ func TestTriggerNeverBlocks(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		w.Trigger()
 	}
-	if n := len(w.wake); n != 1 || !w.trigReq.Load() {
+	if n := len(w.manualTriggerCh); n != 1 {
 		t.Errorf("%d triggers queued, want them coalesced into 1", n)
 	}
 }
@@ -347,8 +347,8 @@ func TestCleanUp(t *testing.T) {
 			if e.exits.Load() != 1 {
 				t.Errorf("OnExit called %d times", e.exits.Load())
 			}
-			if e.clock.HasWaiters() {
-				t.Error("a timer was left armed")
+			if !e.clock.idle() {
+				t.Error("a timer or ticker was left running")
 			}
 			if s := w.Snapshot(); s.State != StateStopped {
 				t.Errorf("state = %q", s.State)
@@ -370,4 +370,13 @@ func TestPanicInRunLoopKeepsWorker(t *testing.T) {
 		t.Fatal("a panic ended the worker")
 	default:
 	}
+}
+
+// Done is made on demand; asked for after the worker ended, it is closed.
+func TestDoneAfterExit(t *testing.T) {
+	e, w := newEnv(t, probespec.Readiness, v1.Probe{})
+	e.pods.set(runningPod(epoch))
+	w.Stop()
+	w.Run(context.Background())
+	recv(t, w.Done(), "Done after exit")
 }

@@ -3,112 +3,185 @@
 package worker
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/utils/clock"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 )
 
-// The two hand-rolled pieces of the worker, each against what it replaces,
-// at 50,000 workers:
+// BenchmarkIdleWorkers runs real workers (New, Run) as on a node: 110 pods
+// with three probes each (readiness and liveness of one container, readiness
+// of a second), and 1,000 workers the same way. Every probe passes, every
+// period 1 s, and the workers start as after a restart of probed (spread
+// over a period by the start-up jitter). The probe is a no-op ("noop"), or
+// the real prober's TCP probe of a listener on loopback ("tcp"), whose
+// stack depth is a real probe's. It reports, over a window after every
+// worker is on its ticker:
 //
-//	go test -run '^$' -bench 'Scheduler50k|Series50k' -benchtime 1x ./pkg/worker/
+//   - cpu-ms/s: the process's CPU per second of probing;
 //
+//   - cpu-ns/tick: the same per probe;
+//
+//   - B/worker: live heap and goroutine stacks per worker, after a GC;
+//
+//   - allocs/tick: heap allocations per probe, the whole process.
+//
+//     go test -run '^$' -bench 'IdleWorkers' -benchtime 1x -count 3 ./pkg/worker/
+//
+// It uses only the package's exported API and the test fakes, so that the
+// same file measures an older tree in the same run (benchConfig adapts it);
 // docs/benchmarks/ANALYSIS.md has the figures.
-
-const scaleWorkers = 50_000
-
-// BenchmarkScheduler50k: idle workers ticking every second, woken by the
-// timer heap (a goroutine parked on its wake channel each) or by a
-// time.Ticker each (a goroutine in a select on its ticker and its wake
-// channel, the kubelet's design), the same Worker struct in both. Reports
-// process CPU per tick and memory (heap and stacks) per worker.
-func BenchmarkScheduler50k(b *testing.B) {
-	const period, window = time.Second, 3 * time.Second
-	for _, impl := range []string{"heap", "ticker-per-worker"} {
-		b.Run(impl, func(b *testing.B) {
-			for b.Loop() {
-				var ticks atomic.Int64
-				var wg sync.WaitGroup
-				stop := make(chan struct{})
-				before := memInUse()
-				var stopAll func()
-				switch impl {
-				case "heap":
-					s := newScheduler(clock.RealClock{})
-					ws := make([]*Worker, scaleWorkers)
-					for i := range ws {
-						w := &Worker{wake: make(chan struct{}, 1)}
-						ws[i] = w
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							for {
-								select {
-								case <-w.wake:
-								case <-stop:
-									return
-								}
-								if w.pending.Swap(0) != 0 {
-									ticks.Add(1)
-								}
-							}
-						}()
-						s.add(w, time.Duration(i)*period/scaleWorkers, period)
-					}
-					stopAll = func() {
-						for _, w := range ws {
-							s.remove(w)
-						}
-					}
-				default:
-					ws := make([]*Worker, scaleWorkers) // the same worker, for the same memory
-					for i := range ws {
-						w := &Worker{wake: make(chan struct{}, 1)}
-						ws[i] = w
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							time.Sleep(time.Duration(i) * period / scaleWorkers)
-							t := time.NewTicker(period)
-							defer t.Stop()
-							for {
-								select {
-								case <-t.C:
-									ticks.Add(1)
-								case <-w.wake: // Stop and Trigger
-								case <-stop:
-									return
-								}
-							}
-						}()
-					}
-					stopAll = func() { runtime.KeepAlive(ws) }
+func BenchmarkIdleWorkers(b *testing.B) {
+	for _, probe := range []string{"noop", "tcp"} {
+		for _, n := range []int{330, 1000} {
+			b.Run(fmt.Sprintf("probe=%s/workers=%d", probe, n), func(b *testing.B) {
+				for b.Loop() {
+					idleWorkers(b, n, probe == "tcp")
 				}
-				time.Sleep(period + 100*time.Millisecond) // every worker on its grid
-				perWorker := float64(memInUse()-before) / scaleWorkers
-				t0, c0 := ticks.Load(), cpuTime()
-				time.Sleep(window)
-				t1, c1 := ticks.Load(), cpuTime()
-				stopAll()
-				close(stop)
-				wg.Wait()
-				b.ReportMetric(float64(c1-c0)/float64(t1-t0), "cpu-ns/tick")
-				b.ReportMetric(float64(c1-c0)/window.Seconds()/1e6, "cpu-ms/s")
-				b.ReportMetric(perWorker, "B/worker")
-			}
-		})
+			})
+		}
 	}
 }
+
+// benchConfig, if set, adapts each worker's Config (an older tree's shared
+// scheduler).
+var benchConfig func(*Config)
+
+// countingProber counts its calls and passes them to next, or passes.
+type countingProber struct {
+	n    *atomic.Int64
+	next Prober
+}
+
+func (p countingProber) Probe(ctx context.Context, t probespec.ProbeType, spec *v1.Probe, target prober.Target, events prober.EventSink) (results.Result, string, error) {
+	p.n.Add(1)
+	if p.next != nil {
+		return p.next.Probe(ctx, t, spec, target, events)
+	}
+	return results.Success, "", nil
+}
+
+// loopbackListener accepts and closes connections until the benchmark ends.
+func loopbackListener(b *testing.B) int32 {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return int32(l.Addr().(*net.TCPAddr).Port)
+}
+
+func idleWorkers(b *testing.B, n int, tcp bool) {
+	const period, window = time.Second, 3 * time.Second
+	pods := &fakePods{}
+	var calls atomic.Int64
+	// As the manager has them: liveness results in a cache that reports
+	// nothing, readiness results queued for the status writer (nothing
+	// drains them here: after each container's first result, a steady
+	// probe queues nothing more).
+	byType := map[probespec.ProbeType]results.Manager{probespec.Readiness: results.NewManager(), probespec.Liveness: results.NewCache()}
+	metrics := NewMetrics(prometheus.NewRegistry())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port, probe := int32(8080), countingProber{n: &calls}
+	if tcp {
+		port, probe.next = loopbackListener(b), prober.New(nil, prober.Options{})
+	}
+	spec := &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(port)}},
+		TimeoutSeconds: 1, PeriodSeconds: int32(period / time.Second), SuccessThreshold: 1, FailureThreshold: 3}
+	var pod *v1.Pod
+	before := memInUse()
+	ws := make([]*Worker, 0, n)
+	for i := range n {
+		if i%3 == 0 {
+			pod = benchPod(i / 3)
+			pods.set(pod)
+		}
+		container, pt := &pod.Spec.Containers[0], probespec.Readiness
+		switch i % 3 {
+		case 1:
+			pt = probespec.Liveness
+		case 2:
+			container = &pod.Spec.Containers[1]
+		}
+		cfg := Config{
+			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
+			Container: container, ProbeType: pt, Spec: spec,
+			Prober: probe, Pods: pods, Results: byType[pt],
+			DaemonStart: time.Now(), Metrics: metrics,
+		}
+		if benchConfig != nil {
+			benchConfig(&cfg)
+		}
+		w := New(cfg)
+		ws = append(ws, w)
+		go w.Run(ctx)
+	}
+	time.Sleep(period + 100*time.Millisecond) // every worker on its ticker
+	perWorker := float64(memInUse()-before) / float64(n)
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0, c0 := calls.Load(), cpuTime()
+	time.Sleep(window)
+	t1, c1 := calls.Load(), cpuTime()
+	runtime.ReadMemStats(&m1)
+	for _, w := range ws {
+		w.Stop()
+	}
+	for _, w := range ws {
+		<-w.Done()
+	}
+	ticks := float64(t1 - t0)
+	b.ReportMetric(float64(c1-c0)/window.Seconds()/1e6, "cpu-ms/s")
+	b.ReportMetric(float64(c1-c0)/ticks, "cpu-ns/tick")
+	b.ReportMetric(perWorker, "B/worker")
+	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/ticks, "allocs/tick")
+}
+
+// benchPod is a running pod whose two containers started an hour ago.
+func benchPod(i int) *v1.Pod {
+	started := true
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Hour))}}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", i), Namespace: "bench", UID: types.UID(fmt.Sprintf("uid-%08d", i))},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app"}, {Name: "sidecar"}}},
+		Status: v1.PodStatus{
+			Phase: v1.PodRunning, PodIP: "127.0.0.1", PodIPs: []v1.PodIP{{IP: "127.0.0.1"}},
+			ContainerStatuses: []v1.ContainerStatus{
+				{Name: "app", Ready: true, Started: &started, ContainerID: fmt.Sprintf("containerd://%063x1", i), State: running},
+				{Name: "sidecar", Ready: true, Started: &started, ContainerID: fmt.Sprintf("containerd://%063x2", i), State: running},
+			},
+		},
+	}
+}
+
+// scaleWorkers is BenchmarkSeries50k's worker count:
+//
+//	go test -run '^$' -bench 'Series50k' -benchtime 1x ./pkg/worker/
+const scaleWorkers = 50_000
 
 // BenchmarkSeries50k: each worker's prober_probe_total and
 // prober_probe_duration_seconds series, as the hand-rolled series in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -60,15 +59,8 @@ type Config struct {
 	// start from the initial value.
 	InitialResult func(containerID string) (results.Result, bool)
 
-	// Clock defaults to the real clock.
-	Clock clock.Clock
-	// Scheduler wakes the worker every period: share one among all workers
-	// (NewScheduler on Clock), so that they cost one timer. Nil gives the
-	// worker one of its own on Clock.
-	Scheduler Scheduler
-	// Watches stops the worker when Run's context ends: share one among all
-	// workers. Nil gives the worker one of its own.
-	Watches *Watches
+	// Clock defaults to the real clock; its tickers pace the probes.
+	Clock clock.WithTicker
 	// DaemonStart is when probed started; workers created within one period
 	// of it wait a random part of the period first, to spread the probes.
 	DaemonStart time.Time
@@ -101,26 +93,16 @@ type Config struct {
 type Worker struct {
 	cfg     Config
 	initial results.Result
+	period  time.Duration
 	series  series
 	// events is handed to the prober by pointer, so that no sink is boxed
 	// per probe; pod is set before each probe.
 	events containerEvents
 
-	// The run loop parks on wake alone; Stop, Trigger and the scheduler set
-	// a request and send a coalescing token.
-	sched   Scheduler
-	wake    chan struct{}
-	stopReq atomic.Bool
-	trigReq atomic.Bool
-	pending atomic.Int64 // due+1 of a delivered tick not yet taken, 0 if none
-	watch   *ctxWatch    // stops the worker when Run's ctx ends
-	// period is set by sched.add; gen, added and gone are sched's, under
-	// its lock.
-	period int64
-	gen    uint32
-	ran    atomic.Bool // Run was called
-	added  bool
-	gone   bool
+	// stopCh and manualTriggerCh hold one token each, so that Stop and
+	// Trigger never block and repeated calls coalesce.
+	stopCh          chan struct{}
+	manualTriggerCh chan struct{}
 
 	// Loop state, owned by the goroutine running doProbe.
 	containerID string
@@ -130,16 +112,15 @@ type Worker struct {
 	onHold      bool
 	killPending bool // the last kill failed; retry while the instance runs
 	counted     bool // a result has been counted since the worker began
-	inJitter    bool // the first tick ends the start-up jitter
-	anchor      bool // the tick grid starts at the next probe
-	registered  bool // with the scheduler and the context watch
 	state       State
+	podIPs      []string // the last probe's Target.PodIPs, reused while they hold
 
-	// mu guards what Snapshot reads: a published copy of the loop state and
-	// the history.
+	// mu guards what Snapshot reads (a published copy of the loop state and
+	// the history) and Run's single start.
 	mu     sync.Mutex
 	snap   published
 	hist   history
+	ran    bool
 	done   chan struct{} // nil until Done is called
 	exited bool
 
@@ -160,24 +141,31 @@ func New(cfg Config) *Worker {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
-	if cfg.Scheduler == nil {
-		cfg.Scheduler = NewScheduler(cfg.Clock)
-	}
-	if cfg.Watches == nil {
-		cfg.Watches = NewWatches()
-	}
 	w := &Worker{
-		session: newSession(cfg.Spec),
-		cfg:     cfg,
-		initial: initialValue(cfg.ProbeType),
-		series:  newSeries(cfg.ProbeType, cfg.Container.Name, cfg.PodName, cfg.PodNamespace, string(cfg.PodUID)),
-		sched:   cfg.Scheduler,
-		wake:    make(chan struct{}, 1),
-		state:   StatePending,
+		session:         newSession(cfg.Spec),
+		cfg:             cfg,
+		initial:         initialValue(cfg.ProbeType),
+		period:          probePeriod(cfg),
+		series:          newSeries(cfg.ProbeType, cfg.Container.Name, cfg.PodName, cfg.PodNamespace, string(cfg.PodUID)),
+		stopCh:          make(chan struct{}, 1),
+		manualTriggerCh: make(chan struct{}, 1),
+		state:           StatePending,
 	}
 	w.events.w = w
 	w.publish()
 	return w
+}
+
+// probePeriod is Config.Period if set, else the spec's periodSeconds.
+func probePeriod(cfg Config) time.Duration {
+	period := time.Duration(cfg.Spec.PeriodSeconds) * time.Second
+	if cfg.Period > 0 {
+		period = cfg.Period
+	}
+	if period <= 0 {
+		period = defaultPeriod
+	}
+	return period
 }
 
 // initialValue is the kubelet's result for a new container instance:
@@ -193,123 +181,134 @@ func initialValue(t probespec.ProbeType) results.Result {
 	return results.Unknown
 }
 
-// Run probes until Stop, ctx's end, or a container that will not run again.
-// On return it removes the worker's result and metric series and calls
-// OnExit. A second call returns at once.
-//
-// Between probes the goroutine parks on wake right here. The work is split
-// into small non-inlined frames (start, step, doProbe's parts) so that an
-// idle tick with a quick probe stays within the goroutine's initial 2 KiB
-// stack: a grown stack is never shrunk back below 4 KiB while it parks.
+// Run probes until Stop, ctx's end, or a container that will not run again,
+// as the kubelet's worker runs: a start-up jitter, then a probe at once and
+// one per tick of a ticker, a manual trigger probing now and restarting the
+// ticker. On return it removes the worker's result and metric series and
+// calls OnExit. A second call returns at once.
 func (w *Worker) Run(ctx context.Context) {
-	if !w.ran.CompareAndSwap(false, true) {
+	if !w.begin() {
 		w.errorLog(nil, "Probe worker already ran")
 		return
 	}
-	ctx = w.withOwner(ctx)
-	for ok := w.start(ctx); ok; ok = w.step(ctx) {
-		<-w.wake
-	}
-	w.finish()
-}
-
-// start registers the worker with the scheduler and runs the first probe,
-// unless a start-up jitter puts it off; false if the worker is done.
-//
-//go:noinline
-func (w *Worker) start(ctx context.Context) bool {
 	w.cfg.Metrics.workerDelta(&w.series, 1)
-	if w.stopReq.Load() || ctx.Err() != nil {
+	defer w.exit()
+	ctx = w.withOwner(ctx)
+	if !w.startupJitter(ctx) {
+		return
+	}
+
+	ticker := w.cfg.Clock.NewTicker(w.period)
+	defer func() { ticker.Stop() }()
+	// due is the ticker's next tick, on its grid, for the lateness metric.
+	due := w.cfg.Clock.Now().Add(w.period)
+	for !w.stopped(ctx) && w.doProbe(ctx) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.stopCh:
+			return
+		case <-ticker.C():
+			due = w.ticked(due)
+		case <-w.manualTriggerCh:
+			// Probe now and again one whole period later, as the kubelet's
+			// probeTicker.Reset does (clock.Ticker has no Reset).
+			ticker.Stop()
+			ticker = w.cfg.Clock.NewTicker(w.period)
+			due = w.cfg.Clock.Now().Add(w.period)
+			w.vlog(4, "Manual probe run")
+		}
+	}
+}
+
+// begin marks the worker as run; false if it already was.
+func (w *Worker) begin() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ran := w.ran
+	w.ran = true
+	return !ran
+}
+
+// startupJitter waits a random part of the period when probed started less
+// than a period ago, so that the workers a restart of probed starts all at
+// once spread their probes, as the kubelet does after its own restart. A
+// trigger, before Run or during the wait, ends it: its probe is the first.
+// False if the worker was stopped meanwhile.
+func (w *Worker) startupJitter(ctx context.Context) bool {
+	if w.stopped(ctx) {
 		return false
 	}
-	// ctx's end is one more stop request: no goroutine watches it.
-	w.watch = w.cfg.Watches.watch(ctx, w)
-	w.registered = true
-
-	period := time.Duration(w.cfg.Spec.PeriodSeconds) * time.Second
-	if w.cfg.Period > 0 {
-		period = w.cfg.Period
-	}
-	if period <= 0 {
-		period = defaultPeriod
-	}
-	// After a restart of probed every worker starts at once; spread them over
-	// a period, as the kubelet does after its own restart. A trigger that
-	// came before the start asks for the probe this start runs anyway.
-	triggered := w.trigReq.Swap(false)
-	var jitter time.Duration
-	if !triggered && period > w.cfg.Clock.Since(w.cfg.DaemonStart) {
-		jitter = time.Duration(w.cfg.Rand() * float64(period))
-	}
-	w.sched.add(w, jitter, period)
-	w.inJitter = jitter > 0
-	w.anchor = true
-	return w.inJitter || w.doProbe(ctx)
-}
-
-// step handles one wake-up: a stop, a tick or a trigger (which probe), or
-// nothing (a stale token). False when the worker is done.
-//
-//go:noinline
-func (w *Worker) step(ctx context.Context) bool {
-	if w.stopReq.Load() {
-		return false
-	}
-	if w.trigReq.Swap(false) {
-		// Probe now and again one whole period later, as the kubelet's
-		// probeTicker.Reset does.
-		w.sched.reset(w)
-		w.inJitter = false
-		w.vlog(4, "Manual probe run")
-		return w.doProbe(ctx)
-	}
-	due := w.pending.Swap(0)
-	if due == 0 {
-		return true
-	}
-	if w.inJitter {
-		w.inJitter = false
-		return w.doProbe(ctx)
-	}
-	if w.cfg.Metrics != nil {
-		w.cfg.Metrics.observeLateness(&w.series, time.Duration(w.sched.now()-(due-1)).Seconds())
-	}
-	w.vlog(5, "Periodic probe")
-	return w.doProbe(ctx)
-}
-
-// finish leaves the scheduler and cleans up.
-//
-//go:noinline
-func (w *Worker) finish() {
-	if w.registered {
-		w.watch.leave(w)
-		w.sched.remove(w)
-	}
-	w.exit()
-}
-
-// signal wakes the run loop; tokens coalesce.
-func (w *Worker) signal() {
 	select {
-	case w.wake <- struct{}{}:
+	case <-w.manualTriggerCh:
+		return true
 	default:
 	}
+	if w.period <= w.cfg.Clock.Since(w.cfg.DaemonStart) {
+		return true
+	}
+	jitter := time.Duration(w.cfg.Rand() * float64(w.period))
+	if jitter <= 0 {
+		return true
+	}
+	t := w.cfg.Clock.NewTimer(jitter)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-w.stopCh:
+		return false
+	case <-t.C():
+	case <-w.manualTriggerCh:
+	}
+	return true
+}
+
+// stopped reports whether Stop was called or ctx ended, so that a stop
+// wins over a tick that came at the same time.
+func (w *Worker) stopped(ctx context.Context) bool {
+	select {
+	case <-w.stopCh:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// ticked observes how late a tick was taken against the ticker's grid, and
+// returns the next tick's due time. A ticker keeps one late tick and drops
+// the ones after it, so the tick taken is the one due at due.
+func (w *Worker) ticked(due time.Time) time.Time {
+	now := w.cfg.Clock.Now()
+	if late := now.Sub(due); late >= 0 {
+		w.cfg.Metrics.observeLateness(&w.series, late.Seconds())
+		for !due.After(now) {
+			due = due.Add(w.period)
+		}
+	}
+	w.vlog(5, "Periodic probe")
+	return due
 }
 
 // Stop asks the worker to end. It never blocks, may be called any number of
 // times, before, during or after Run; a worker stopped before Run probes
 // nothing.
 func (w *Worker) Stop() {
-	w.stopReq.Store(true)
-	w.signal()
+	select {
+	case w.stopCh <- struct{}{}:
+	default:
+	}
 }
 
 // Trigger asks for a probe now, and restarts the period from it. It never
 // blocks; triggers coalesce.
 func (w *Worker) Trigger() {
-	w.trigReq.Store(true)
-	w.signal()
+	select {
+	case w.manualTriggerCh <- struct{}{}:
+	default:
+	}
 }
 
 // Done is closed when Run has cleaned up and OnExit has returned.
@@ -376,10 +375,7 @@ func (w *Worker) record(at time.Time, r results.Result, took time.Duration, outp
 	w.mu.Unlock()
 }
 
-// logKV is never inlined: its arguments would otherwise take room in the
-// frames of the probe path, and grow every worker's stack.
-//
-//go:noinline
+// logKV is the worker's key/values for a log line, then kv.
 func (w *Worker) logKV(kv ...any) []any {
 	return append([]any{
 		"pod", klog.KRef(w.cfg.PodNamespace, w.cfg.PodName), "podUID", w.cfg.PodUID,
@@ -389,16 +385,13 @@ func (w *Worker) logKV(kv ...any) []any {
 
 // vlog logs at level with the worker's key/values. Callers on the probe path
 // test klog.V first when they pass values, so that nothing is boxed while
-// the level is off. Never inlined, for the same reason as logKV.
-//
-//go:noinline
+// the level is off.
 func (w *Worker) vlog(level klog.Level, msg string, kv ...any) {
 	if v := klog.V(level); v.Enabled() {
 		v.InfoS(msg, w.logKV(kv...)...)
 	}
 }
 
-//go:noinline
 func (w *Worker) errorLog(err error, msg string, kv ...any) {
 	klog.ErrorS(err, msg, w.logKV(kv...)...)
 }

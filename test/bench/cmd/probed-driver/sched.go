@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -116,15 +115,13 @@ func (s *sched) Start() error {
 	rm := results.NewManager() // one per probe type, as in probed
 	metrics := worker.NewMetrics(prometheus.NewRegistry())
 	start := time.Now() // workers created now spread over a period
-	// One timer heap and one context watch for all, as the manager shares.
-	scheduler, watches := worker.NewScheduler(clock.RealClock{}), worker.NewWatches()
 	for i, pod := range s.order {
 		c := &pod.Spec.Containers[0]
 		w := worker.New(worker.Config{
 			PodUID: pod.UID, PodNamespace: pod.Namespace, PodName: pod.Name,
 			Container: c, ProbeType: probespec.Readiness, Spec: c.ReadinessProbe,
 			Prober: &s.probers[i], Pods: s.pods, Results: rm,
-			DaemonStart: start, Metrics: metrics, Scheduler: scheduler, Watches: watches,
+			DaemonStart: start, Metrics: metrics,
 			Period: subSecond(s.period),
 		})
 		s.workers = append(s.workers, w)

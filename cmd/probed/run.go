@@ -22,6 +22,7 @@ import (
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/nodeinfo"
@@ -29,7 +30,6 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/shadow"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -86,19 +86,19 @@ func run(ctx context.Context, o *options) error {
 
 	// The restart guard: a node-wide budget and the per-workload guard in
 	// front of the runtime killer, when probed restarts containers at all.
-	restartMetrics := restartguard.NewMetrics(reg)
-	var workloads *restartguard.Workloads
+	restartMetrics := kill.NewMetrics(reg)
+	var workloads *kill.Workloads
 	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == livenessRestart {
-		owned, err := restartguard.IndexByController(podInformer)
+		owned, err := kill.IndexByController(podInformer)
 		if err != nil {
 			return err
 		}
-		workloads = restartguard.NewWorkloads(owned, restartMetrics, o.LivenessWorkloadGuardMaxPause, clock.RealClock{})
+		workloads = kill.NewWorkloads(owned, restartMetrics, o.LivenessWorkloadGuardMaxPause, clock.RealClock{})
 	}
 
 	var recorder worker.Recorder
 	var nodeRecorder record.EventRecorder
-	var killer worker.Killer
+	var killer kill.Killer
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
@@ -108,11 +108,11 @@ func run(ctx context.Context, o *options) error {
 		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
-		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
+		killer = &kill.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
 		if o.LivenessAction == livenessRestart {
-			killer = &restartguard.Killer{
+			killer = &kill.Guard{
 				Inner:     killer,
-				Budget:    restartguard.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
+				Budget:    kill.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
 				Workloads: workloads,
 				Recorder:  recorder,
 				Metrics:   restartMetrics,

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -30,11 +29,4 @@ func StaticPodUID(pod *v1.Pod) string {
 		return ""
 	}
 	return pod.Annotations[v1.MirrorPodAnnotationKey]
-}
-
-// isOwnerMismatch reports whether err says the runtime's container is not
-// this worker's (cri.OwnerMismatchError).
-func isOwnerMismatch(err error) bool {
-	var m interface{ OwnerMismatch() bool }
-	return errors.As(err, &m) && m.OwnerMismatch()
 }

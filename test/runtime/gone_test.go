@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
@@ -72,13 +72,13 @@ func TestKillOfARemovedContainerIsDone(t *testing.T) {
 						t.Errorf("removing the container behind probed's back: %v", err)
 					}
 				}}
-				budget := restartguard.NewBudget(10, nil)
+				budget := kill.NewBudget(10, nil)
 				w, events, stop := ownedWorker(runtime, c, c.RuntimeID(), probespec.Liveness, &v1.Probe{
 					ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}},
 					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
 				}, func(cfg *worker.Config, events *eventLog) {
 					cfg.Metrics = worker.NewMetrics(reg)
-					cfg.Killer = &restartguard.Killer{Inner: &worker.RuntimeKiller{Runtime: runtime, Recorder: events}, Budget: budget}
+					cfg.Killer = &kill.Guard{Inner: &kill.RuntimeKiller{Runtime: runtime, Recorder: events}, Budget: budget}
 				})
 				defer stop()
 				kills := func(outcome string) float64 {

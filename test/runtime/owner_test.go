@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -45,7 +46,7 @@ func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt probe
 		Pods:        pods,
 		Results:     results.NewManager(),
 		Recorder:    events,
-		Killer:      &worker.RuntimeKiller{Runtime: rt, Recorder: events},
+		Killer:      &kill.RuntimeKiller{Runtime: rt, Recorder: events},
 		Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return true },
 		DaemonStart: time.Now().Add(-time.Hour),
 	}

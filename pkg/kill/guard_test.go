@@ -1,4 +1,4 @@
-package restartguard
+package kill
 
 import (
 	"context"
@@ -321,7 +321,7 @@ func TestKillerBudget(t *testing.T) {
 	inner := &fakeKiller{}
 	rec := &recorder{}
 	reg := prometheus.NewRegistry()
-	k := &Killer{Inner: inner, Budget: NewBudget(2, clk), Recorder: rec, Metrics: NewMetrics(reg), Clock: clk}
+	k := &Guard{Inner: inner, Budget: NewBudget(2, clk), Recorder: rec, Metrics: NewMetrics(reg), Clock: clk}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
 	kill := func(pod string, t probespec.ProbeType) error {
@@ -377,7 +377,7 @@ func TestKillerWorkloadGuard(t *testing.T) {
 	inner := &fakeKiller{}
 	rec := &recorder{}
 	m := NewMetrics(prometheus.NewRegistry())
-	k := &Killer{Inner: inner, Budget: NewBudget(10, clk), Workloads: NewWorkloads(ps.owned, m, 0, nil), Recorder: rec, Metrics: m, Clock: clk}
+	k := &Guard{Inner: inner, Budget: NewBudget(10, clk), Workloads: NewWorkloads(ps.owned, m, 0, nil), Recorder: rec, Metrics: m, Clock: clk}
 	web := []*v1.Pod{ps.add(rsPod("web-1")), ps.add(rsPod("web-2")), ps.add(rsPod("web-3"))}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}

@@ -1,4 +1,4 @@
-package worker
+package kill
 
 import (
 	"context"
@@ -10,22 +10,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// MinimumGracePeriod is the least time a stopped container gets between the
-// stop signal and SIGKILL, even when its preStop hook used up the grace
-// period or the grace period is 0 (the kubelet's minimumGracePeriodInSeconds).
-const MinimumGracePeriod = 2 * time.Second
-
 // ReasonFailedPreStopHook is the kubelet's Warning event for a preStop hook
 // that failed; its message is always "PreStopHook failed", because the
 // handler's own message (in the log) may quote secrets.
 const ReasonFailedPreStopHook = "FailedPreStopHook"
-
-// HookRunner runs one lifecycle hook of a container and returns when it has
-// finished, failed, or ctx has ended. A non-nil error is a failure whose
-// text is the kubelet's message. *lifecycle.Runner satisfies it.
-type HookRunner interface {
-	Run(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, handler *v1.LifecycleHandler) error
-}
 
 // preStopOf returns the container's preStop hook, or nil.
 func preStopOf(c *v1.Container) *v1.LifecycleHandler {

@@ -1,4 +1,4 @@
-package restartguard
+package kill
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 func TestNamespaceLoopCannotExhaustAnothersRestarts(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	inner := &fakeKiller{}
-	k := &Killer{Inner: inner, Budget: NewBudget(10, clk), Recorder: &recorder{}, Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clk}
+	k := &Guard{Inner: inner, Budget: NewBudget(10, clk), Recorder: &recorder{}, Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clk}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
 	loop := make([]*v1.Pod, 100)

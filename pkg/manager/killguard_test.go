@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/worker"
 )
@@ -26,7 +26,7 @@ func (k *deferringKiller) Kill(context.Context, *v1.Pod, *v1.Container, string, 
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.calls++
-	return &restartguard.DeferredError{Reason: restartguard.DeferWorkloadGuard, Message: "paused", Reprobe: k.reprobe}
+	return &kill.DeferredError{Reason: kill.DeferWorkloadGuard, Message: "paused", Reprobe: k.reprobe}
 }
 
 func (k *deferringKiller) count() int {
@@ -72,8 +72,8 @@ func (e *env) worker(uid types.UID, k probeKey) *worker.Worker {
 }
 
 // TestPausedKillReprobes: a kill the restart guard cancels for good starts
-// the worker over, so the container is probed afresh and the kill asked for
-// again only if it still fails.
+// the probing over in the same worker, so the container is probed afresh
+// and the kill asked for again only if it still fails.
 func TestPausedKillReprobes(t *testing.T) {
 	k := &deferringKiller{reprobe: true}
 	e := newEnvWith(t, func(o *Options) { o.Killer = k })
@@ -83,10 +83,17 @@ func TestPausedKillReprobes(t *testing.T) {
 	key := probeKey{"app", probespec.Liveness}
 	e.eventually("a kill asked for", func() bool { return k.count() >= 1 })
 	first := e.worker("u1", key)
-	e.eventually("worker replaced", func() bool { w := e.worker("u1", key); return w != nil && w != first })
-	<-first.Done()
-	// The fresh worker probes, fails again, and asks again.
+	// The worker probes again, fails again, and asks again.
 	e.eventually("asked again", func() bool { return k.count() >= 2 })
+	e.prober.mu.Lock()
+	probes := e.prober.calls["containerd://u1-app/Liveness"]
+	e.prober.mu.Unlock()
+	if probes < 2 {
+		t.Errorf("probed %d times; want the container probed afresh before each kill", probes)
+	}
+	if w := e.worker("u1", key); w != first {
+		t.Error("worker replaced; the same worker probes again")
+	}
 	if e.mgr.WorkerCount() != 1 {
 		t.Errorf("%d workers; want 1", e.mgr.WorkerCount())
 	}
@@ -204,15 +211,15 @@ func (k *countingKiller) total() (pods, kills int) {
 // never restarted.
 func TestWorkloadGuardEndToEnd(t *testing.T) {
 	inner := &countingKiller{kills: map[string]int{}}
-	var workloads *restartguard.Workloads
+	var workloads *kill.Workloads
 	rec := &recorder{}
 	e := newEnvWith(t, func(o *Options) {
-		owned, err := restartguard.IndexByController(o.Informer)
+		owned, err := kill.IndexByController(o.Informer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		workloads = restartguard.NewWorkloads(owned, nil, 0, nil)
-		o.Killer = &restartguard.Killer{Inner: inner, Workloads: workloads, Recorder: rec}
+		workloads = kill.NewWorkloads(owned, nil, 0, nil)
+		o.Killer = &kill.Guard{Inner: inner, Workloads: workloads, Recorder: rec}
 		o.Liveness = workloads
 	})
 	yes := true
@@ -241,10 +248,10 @@ func TestWorkloadGuardEndToEnd(t *testing.T) {
 		return pods == 2 && len(workloads.Paused()) == 1
 	})
 	e.eventually("the paused pods re-probed and paused again", func() bool {
-		msgs := rec.byReason(restartguard.ReasonRestartsPaused)
+		msgs := rec.byReason(kill.ReasonRestartsPaused)
 		return len(msgs) >= 2
 	})
-	for _, m := range rec.byReason(restartguard.ReasonRestartsPaused) {
+	for _, m := range rec.byReason(kill.ReasonRestartsPaused) {
 		if m.message != "liveness failing on 3 of 4 pods of ReplicaSet ns/web on this node; pausing restarts" &&
 			m.message != "liveness failing on 4 of 4 pods of ReplicaSet ns/web on this node; pausing restarts" {
 			t.Errorf("RestartsPaused %q", m.message)

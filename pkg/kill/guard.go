@@ -1,8 +1,7 @@
-package restartguard
+package kill
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // Event reasons of deferred restarts (Warning events on the container).
@@ -29,48 +27,21 @@ const (
 // is reported (event and metric) afresh.
 const episodeGap = 10 * time.Minute
 
-// DeferredError is what Killer returns for a kill it held back on purpose.
-// The worker treats it as a failed kill: it stays on hold and asks again on
-// its next period while the container still runs.
-type DeferredError struct {
-	// Reason is DeferBudget or DeferWorkloadGuard.
-	Reason string
-	// Message says why, as the event does.
-	Message string
-	// Reprobe: the kill is cancelled rather than merely delayed; the owner
-	// of the worker should start the probe over, so that the container is
-	// only restarted if it still fails once the pause is over (the workload
-	// guard). Without it the worker simply retries the same kill.
-	Reprobe bool
-}
-
-func (e *DeferredError) Error() string { return "restart deferred: " + e.Message }
-
-// Deferred marks a designed pause for the worker, which counts it under its
-// own outcome rather than as a failed kill.
-func (e *DeferredError) Deferred() bool { return true }
-
-// AsDeferred returns err's *DeferredError, if it is one.
-func AsDeferred(err error) (*DeferredError, bool) {
-	var d *DeferredError
-	ok := errors.As(err, &d)
-	return d, ok
-}
-
-// Killer is a worker.Killer that applies the workload guard (liveness
-// kills only) and then the node budget (liveness and startup kills) before
-// handing a kill to Inner. Every deferral is a *DeferredError, reported once
+// Guard is the Killer in front of RuntimeKiller: it applies the workload
+// guard (liveness kills only) and then the node budget with its
+// per-namespace shares (liveness and startup kills) before handing a kill
+// to Inner. Every deferral is a *DeferredError, reported once
 // per container instance and reason with a Warning event and
 // probed_restarts_deferred_total.
-type Killer struct {
+type Guard struct {
 	// Inner performs allowed kills; required.
-	Inner worker.Killer
+	Inner Killer
 	// Budget is the node's restart budget; nil is unlimited.
 	Budget *Budget
 	// Workloads is the workload guard; nil guards nothing.
 	Workloads *Workloads
 	// Recorder receives the deferral events; nil emits none.
-	Recorder worker.Recorder
+	Recorder Recorder
 	// Metrics may be nil.
 	Metrics *Metrics
 	// Clock defaults to the real clock.
@@ -86,10 +57,10 @@ type Killer struct {
 
 type episodeKey struct{ containerID, reason string }
 
-var _ worker.Killer = (*Killer)(nil)
+var _ Killer = (*Guard)(nil)
 
-// Kill implements worker.Killer.
-func (k *Killer) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error {
+// Kill implements Killer.
+func (k *Guard) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error {
 	if probeType == probespec.Liveness && k.Workloads != nil {
 		if d := k.Workloads.Failing(pod, container.Name); d.Paused {
 			return k.deferKill(pod, container.Name, containerID, DeferWorkloadGuard, ReasonRestartsPaused, d.Message(), true)
@@ -119,7 +90,7 @@ func budgetMessage(b *Budget, v Verdict, namespace, container string, probeType 
 
 // retrying reports whether a kill of the container already took a token
 // and failed: a retry of the same kill decision, which takes no other.
-func (k *Killer) retrying(containerID string) bool {
+func (k *Guard) retrying(containerID string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	_, ok := k.spent[containerID]
@@ -129,7 +100,7 @@ func (k *Killer) retrying(containerID string) bool {
 // noteSpent remembers a container whose kill took a token and failed, and
 // forgets it once a kill went through. Entries of containers no kill was
 // asked for in episodeGap go: their worker has moved on.
-func (k *Killer) noteSpent(containerID string, failed bool) {
+func (k *Guard) noteSpent(containerID string, failed bool) {
 	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -149,7 +120,7 @@ func (k *Killer) noteSpent(containerID string, failed bool) {
 }
 
 // deferKill reports a deferral the first time in an episode and returns it.
-func (k *Killer) deferKill(pod *v1.Pod, container, containerID, reason, eventReason, msg string, reprobe bool) error {
+func (k *Guard) deferKill(pod *v1.Pod, container, containerID, reason, eventReason, msg string, reprobe bool) error {
 	if k.startEpisode(containerID, reason) {
 		k.Metrics.countDeferred(reason)
 		klog.InfoS("Container restart deferred", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", container,
@@ -162,7 +133,7 @@ func (k *Killer) deferKill(pod *v1.Pod, container, containerID, reason, eventRea
 }
 
 // startEpisode notes an attempt and reports whether it starts a new episode.
-func (k *Killer) startEpisode(containerID, reason string) bool {
+func (k *Guard) startEpisode(containerID, reason string) bool {
 	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -181,7 +152,7 @@ func (k *Killer) startEpisode(containerID, reason string) bool {
 }
 
 // endEpisodes forgets a container's deferrals once its kill goes ahead.
-func (k *Killer) endEpisodes(containerID string) {
+func (k *Guard) endEpisodes(containerID string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for key := range k.episodes {
@@ -191,7 +162,7 @@ func (k *Killer) endEpisodes(containerID string) {
 	}
 }
 
-func (k *Killer) now() time.Time {
+func (k *Guard) now() time.Time {
 	if k.Clock == nil {
 		return time.Now()
 	}

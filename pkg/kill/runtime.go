@@ -1,11 +1,9 @@
-package worker
+package kill
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -13,49 +11,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
-
-// GracePeriod is the time a container failing its liveness or startup probe
-// gets to end, its preStop hook included: the first that is set of the
-// pod's deletionGracePeriodSeconds, the probe's
-// terminationGracePeriodSeconds, the pod's terminationGracePeriodSeconds,
-// else the kubelet's minimum of 2 s (contract §3; setTerminationGracePeriod
-// starts from minimumGracePeriodInSeconds). The API server always sets the
-// pod's, so the last case is for pods that never went through it. RuntimeKiller stops the container with what the
-// hook left of it, and never with less than MinimumGracePeriod.
-//
-// The probe's is left aside when the kubelet's own kill would have been a
-// kill of the whole pod (restartpolicy.KillsPod: the pod's last running
-// container, which will not be restarted): the kubelet then stops its
-// containers with the pod's grace period, and the exit code, which a
-// Job's podFailurePolicy may read, is the one the pod's allows.
-func GracePeriod(pod *v1.Pod, container string, spec *v1.Probe) time.Duration {
-	if restartpolicy.KillsPod(pod, container) {
-		spec = nil
-	}
-	switch {
-	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
-		return seconds(*pod.DeletionGracePeriodSeconds)
-	case spec != nil && spec.TerminationGracePeriodSeconds != nil:
-		return seconds(*spec.TerminationGracePeriodSeconds)
-	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
-		return seconds(*pod.Spec.TerminationGracePeriodSeconds)
-	}
-	return MinimumGracePeriod
-}
-
-func seconds(s int64) time.Duration {
-	if s < 0 {
-		s = 0
-	}
-	return time.Duration(s) * time.Second
-}
-
-// Stopper stops a container through the runtime; cri.Runtime satisfies it.
-type Stopper interface {
-	StopContainer(ctx context.Context, containerID string, grace time.Duration) error
-}
 
 // RuntimeKiller is the Killer probed uses, in the steps of the kubelet's
 // killContainer:
@@ -88,12 +44,6 @@ var _ Killer = (*RuntimeKiller)(nil)
 // the container ID in the pod's status is not the pod's container on the
 // runtime.
 const ReasonContainerMismatch = "ContainerMismatch"
-
-// OwnerChecker is a Stopper that can tell, before a kill, whether the
-// container is the caller's (cri.Limited and cri.Verified).
-type OwnerChecker interface {
-	CheckOwner(ctx context.Context, containerID string) error
-}
 
 // Kill implements Killer. A container the runtime no longer knows counts
 // as stopped, after the Killing event (and the preStop hook), as in the
@@ -167,51 +117,9 @@ func (k *RuntimeKiller) mismatchEvent(pod *v1.Pod, container *v1.Container, err 
 	}
 }
 
-// KillMessage is the Killing event text for a probe failure of the named
-// container, in the kubelet's words (kuberuntime computePodActions and
-// computeInitContainerActions) where what follows probed's stop is what
-// follows the kubelet's own kill (restartpolicy.KillParity):
-//   - "Container <c> failed liveness probe, will be restarted" (or startup)
-//     when the kubelet would restart it in the same pass;
-//   - without ", will be restarted" when it would not (its restartPolicy,
-//     or the pod's, is Never): what happens then depends on its exit code,
-//     after probed's stop as after the kubelet's;
-//   - "Init container <c> failed liveness probe" for a restartable init
-//     container (sidecar), which the kubelet words this way.
-//
-// Where the two differ, the text says what probed's stop really leads to:
-// under restartPolicy OnFailure (the pod's or the container's) the kubelet
-// restarts a container after its own kill whatever the exit code, but after
-// probed's stop only if the exit code is not 0, so the text ends in ", will
-// be restarted unless it exits with code 0".
-//
-// When the kubelet's own kill would have been a kill of the whole pod
-// (restartpolicy.KillsPod), the text is its killPodWithSyncResult's:
-// "Stopping container <c>". The kubelet then stops the pod's remaining
-// containers (its sidecars) itself, as it would have in the same pass.
-func KillMessage(pod *v1.Pod, containerName string, probeType probespec.ProbeType) string {
-	what := strings.ToLower(probeType.String())
-	if pod != nil && restartpolicy.IsSidecar(&pod.Spec, containerName) {
-		return fmt.Sprintf("Init container %s failed %s probe", containerName, what)
-	}
-	if restartpolicy.KillsPod(pod, containerName) {
-		return "Stopping container " + containerName
-	}
-	msg := fmt.Sprintf("Container %s failed %s probe", containerName, what)
-	if pod == nil {
-		return msg + ", will be restarted"
-	}
-	c := restartpolicy.Container(&pod.Spec, containerName)
-	if !restartpolicy.AfterKubeletKill(&pod.Spec, c) {
-		return msg
-	}
-	switch after := restartpolicy.StopOutcome(&pod.Spec, c); {
-	case after.All:
-		return msg + ", will be restarted"
-	case after.AllButZero:
-		return msg + ", will be restarted unless it exits with code 0"
-	case after.None:
-		return msg + ", will not be restarted"
-	}
-	return msg + ", will be restarted or not by its exit code"
+// isOwnerMismatch reports whether err says the runtime's container is not
+// the pod's (cri.OwnerMismatchError).
+func isOwnerMismatch(err error) bool {
+	var m interface{ OwnerMismatch() bool }
+	return errors.As(err, &m) && m.OwnerMismatch()
 }

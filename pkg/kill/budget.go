@@ -1,4 +1,4 @@
-package restartguard
+package kill
 
 import (
 	"sync"

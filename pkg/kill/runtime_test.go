@@ -1,4 +1,4 @@
-package worker
+package kill
 
 import (
 	"context"
@@ -124,12 +124,12 @@ func TestRuntimeKiller(t *testing.T) {
 	spec := &v1.Probe{TerminationGracePeriodSeconds: i64(12)}
 
 	t.Run("event then stop", func(t *testing.T) {
-		rec, stopper := &fakeRecorder{}, &fakeStopper{}
-		k := &RuntimeKiller{Runtime: stopper, Recorder: rec}
+		rec, stopper := &killLog{}, &fakeStopper{}
+		k := &RuntimeKiller{Runtime: stopper, Recorder: logRecorder{rec}}
 		if err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Liveness, spec); err != nil {
 			t.Fatal(err)
 		}
-		if ev := rec.list(); len(ev) != 1 || ev[0] != "app Normal Killing Container app failed liveness probe, will be restarted" {
+		if ev := rec.list(); len(ev) != 1 || ev[0] != "event app Normal Killing: Container app failed liveness probe, will be restarted" {
 			t.Errorf("events = %q", ev)
 		}
 		if stopper.calls != 1 || stopper.id != "containerd://abc" || stopper.grace != 12*time.Second {
@@ -137,8 +137,8 @@ func TestRuntimeKiller(t *testing.T) {
 		}
 	})
 	t.Run("event only", func(t *testing.T) {
-		rec, stopper := &fakeRecorder{}, &fakeStopper{}
-		k := &RuntimeKiller{Runtime: stopper, Recorder: rec, EventOnly: true}
+		rec, stopper := &killLog{}, &fakeStopper{}
+		k := &RuntimeKiller{Runtime: stopper, Recorder: logRecorder{rec}, EventOnly: true}
 		if err := k.Kill(context.Background(), pod, container, "containerd://abc", probespec.Startup, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package restartguard
+package kill
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // flakyKiller fails its first failures kills, then kills.
@@ -45,7 +44,7 @@ func nsPod(ns, name string) *v1.Pod {
 func TestFailedKillSpendsTheBudgetOncePerDecision(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	inner := &flakyKiller{failures: 12}
-	k := &Killer{Inner: inner, Budget: NewBudget(10, clk), Recorder: &recorder{}, Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clk}
+	k := &Guard{Inner: inner, Budget: NewBudget(10, clk), Recorder: &recorder{}, Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clk}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}
 	pod := nsPod("shop", "web")
@@ -102,7 +101,7 @@ func TestKillOfAGoneContainerSpendsOneToken(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	rt := &goneRuntime{}
 	rec := &recorder{}
-	k := &Killer{Inner: &worker.RuntimeKiller{Runtime: rt, Recorder: rec}, Budget: NewBudget(10, clk), Recorder: rec,
+	k := &Guard{Inner: &RuntimeKiller{Runtime: rt, Recorder: rec}, Budget: NewBudget(10, clk), Recorder: rec,
 		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clk}
 	ctx := context.Background()
 	app := &v1.Container{Name: "app"}

@@ -20,6 +20,9 @@ import (
 
 	"github.com/probed-dev/probed/internal/daemon"
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/cri/none"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/kill"
@@ -69,7 +72,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer runtime.Close()
-	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
+	runtimeHealth := decorator.NewHealth(runtime, 0, 0, nil, reg)
 
 	factory := podinformer.NewFactory(client, o.NodeName)
 	podInformer := factory.Core().V1().Pods().Informer()
@@ -292,29 +295,29 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 // the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
-func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cri.Limited, error) {
+func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*decorator.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimitedWith(cri.None(), limitOptions(o, cri.NewMetrics(reg))), nil
+		return decorator.NewLimitedWith(none.None(), limitOptions(o, decorator.NewMetrics(reg))), nil
 	}
 	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: string(o.RuntimeType)}
-	rt, err := cri.New(ctx, opts)
+	rt, err := connect.New(ctx, opts)
 	if err != nil && o.RuntimeType == cri.TypeAuto {
 		klog.ErrorS(err, "Could not detect the runtime; using the containerd client until it answers", "endpoint", o.RuntimeEndpoint)
 		opts.Type = cri.TypeNative
-		rt, err = cri.New(ctx, opts)
+		rt, err = connect.New(ctx, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	m := cri.NewMetrics(reg)
+	m := decorator.NewMetrics(reg)
 	// Execs and stops reach only the container the probe serves, whatever
 	// ID the pod's status names; under the cap, so hooks are checked too.
-	verified, err := cri.NewVerified(rt, m)
+	verified, err := decorator.NewVerified(rt, m)
 	if err != nil {
 		return nil, err
 	}
-	l := cri.NewLimitedWith(verified, limitOptions(o, m))
+	l := decorator.NewLimitedWith(verified, limitOptions(o, m))
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}
@@ -322,10 +325,10 @@ func newRuntime(ctx context.Context, o *options, reg prometheus.Registerer) (*cr
 }
 
 // limitOptions are the exec slots' flags.
-func limitOptions(o *options, m *cri.Metrics) cri.LimitOptions {
+func limitOptions(o *options, m *decorator.Metrics) decorator.LimitOptions {
 	hold := o.ExecSlotMaxHold
 	if hold == 0 {
 		hold = -1 // the flag's 0 is "no limit"
 	}
-	return cri.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
+	return decorator.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
 }

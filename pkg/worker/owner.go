@@ -10,7 +10,7 @@ import (
 
 // withOwner marks ctx with the pod container this worker serves, for the
 // whole of its life: the runtime execs into and stops only that container
-// (cri.Verified), whatever container ID the pod's status names.
+// (decorator.Verified), whatever container ID the pod's status names.
 func (w *Worker) withOwner(ctx context.Context) context.Context {
 	return cri.WithOwner(ctx, cri.Owner{
 		PodNamespace: w.cfg.PodNamespace,

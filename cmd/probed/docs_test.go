@@ -14,7 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/probed-dev/probed/internal/docgen"
-	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/cri/none"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -56,7 +57,7 @@ func TestDocsMetrics(t *testing.T) {
 	o, _ := docDefaults(t)
 	reg := docgen.NewRegistry()
 	m := newDaemonMetrics(reg, o)
-	cri.NewHealth(cri.None(), 0, 0, nil, reg)
+	decorator.NewHealth(none.None(), 0, 0, nil, reg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The probe-reach gauge is absent until the policy was read once, and

@@ -4,9 +4,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/manager"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/shadow"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -15,12 +15,12 @@ import (
 
 // daemonMetrics are the metrics probed registers at start, but for two
 // gauges whose parts need a runtime or the API server to exist: the
-// runtime's reachability (cri.NewHealth) and the probe-reach policy's
+// runtime's reachability (decorator.NewHealth) and the probe-reach policy's
 // (reachpolicy.New). docs/observability.md's metric table is generated
 // from these and those two (TestDocsMetrics).
 type daemonMetrics struct {
-	runtime *cri.Metrics
-	restart *restartguard.Metrics
+	runtime *decorator.Metrics
+	restart *kill.Metrics
 	status  *status.Metrics
 	workers *worker.Metrics
 	manager *manager.Metrics
@@ -37,8 +37,8 @@ func newDaemonMetrics(reg prometheus.Registerer, o *options) *daemonMetrics {
 		workerOpts = append(workerOpts, worker.WithoutPodUIDLabel())
 	}
 	return &daemonMetrics{
-		runtime: cri.NewMetrics(reg),
-		restart: restartguard.NewMetrics(reg),
+		runtime: decorator.NewMetrics(reg),
+		restart: kill.NewMetrics(reg),
 		status:  status.NewMetrics(reg),
 		workers: worker.NewMetrics(reg, workerOpts...),
 		manager: manager.NewMetrics(reg),

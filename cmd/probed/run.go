@@ -19,8 +19,12 @@ import (
 
 	"github.com/probed-dev/probed/internal/daemon"
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/cri/none"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/nodeinfo"
@@ -28,7 +32,6 @@ import (
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/shadow"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -67,7 +70,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer runtime.Close()
-	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
+	runtimeHealth := decorator.NewHealth(runtime, 0, 0, nil, reg)
 
 	factory := podinformer.NewFactory(client, o.NodeName)
 	podInformer := factory.Core().V1().Pods().Informer()
@@ -85,18 +88,18 @@ func run(ctx context.Context, o *options) error {
 	// The restart guard: a node-wide budget and the per-workload guard in
 	// front of the runtime killer, when probed restarts containers at all.
 	restartMetrics := metrics.restart
-	var workloads *restartguard.Workloads
+	var workloads *kill.Workloads
 	if o.LivenessWorkloadGuard && !o.DryRun && o.LivenessAction == livenessRestart {
-		owned, err := restartguard.IndexByController(podInformer)
+		owned, err := kill.IndexByController(podInformer)
 		if err != nil {
 			return err
 		}
-		workloads = restartguard.NewWorkloads(owned, restartMetrics, o.LivenessWorkloadGuardMaxPause, clock.RealClock{})
+		workloads = kill.NewWorkloads(owned, restartMetrics, o.LivenessWorkloadGuardMaxPause, clock.RealClock{})
 	}
 
 	var recorder worker.Recorder
 	var nodeRecorder record.EventRecorder
-	var killer worker.Killer
+	var killer kill.Killer
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
@@ -106,11 +109,11 @@ func run(ctx context.Context, o *options) error {
 		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
-		killer = &worker.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
+		killer = &kill.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
 		if o.LivenessAction == livenessRestart {
-			killer = &restartguard.Killer{
+			killer = &kill.Guard{
 				Inner:     killer,
-				Budget:    restartguard.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
+				Budget:    kill.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
 				Workloads: workloads,
 				Recorder:  recorder,
 				Metrics:   restartMetrics,
@@ -285,28 +288,28 @@ func eventConfig(cfg *rest.Config, o *options) *rest.Config {
 // the exec cap. A runtime
 // that cannot be told apart at start falls back to the native client, which
 // connects lazily; /readyz reports it until it answers.
-func newRuntime(ctx context.Context, o *options, m *cri.Metrics) (*cri.Limited, error) {
+func newRuntime(ctx context.Context, o *options, m *decorator.Metrics) (*decorator.Limited, error) {
 	if o.RuntimeType == cri.TypeNone {
 		klog.InfoS("No container runtime: exec probes and container stops are refused")
-		return cri.NewLimitedWith(cri.None(), limitOptions(o, m)), nil
+		return decorator.NewLimitedWith(none.None(), limitOptions(o, m)), nil
 	}
 	opts := cri.Options{Endpoint: o.RuntimeEndpoint, Namespace: o.ContainerdNS, Type: string(o.RuntimeType)}
-	rt, err := cri.New(ctx, opts)
+	rt, err := connect.New(ctx, opts)
 	if err != nil && o.RuntimeType == cri.TypeAuto {
 		klog.ErrorS(err, "Could not detect the runtime; using the containerd client until it answers", "endpoint", o.RuntimeEndpoint)
 		opts.Type = cri.TypeNative
-		rt, err = cri.New(ctx, opts)
+		rt, err = connect.New(ctx, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
 	// Execs and stops reach only the container the probe serves, whatever
 	// ID the pod's status names; under the cap, so hooks are checked too.
-	verified, err := cri.NewVerified(rt, m)
+	verified, err := decorator.NewVerified(rt, m)
 	if err != nil {
 		return nil, err
 	}
-	l := cri.NewLimitedWith(verified, limitOptions(o, m))
+	l := decorator.NewLimitedWith(verified, limitOptions(o, m))
 	if o.ExecShareRuns {
 		l.ShareIdenticalExecs(clock.RealClock{})
 	}
@@ -314,10 +317,10 @@ func newRuntime(ctx context.Context, o *options, m *cri.Metrics) (*cri.Limited, 
 }
 
 // limitOptions are the exec slots' flags.
-func limitOptions(o *options, m *cri.Metrics) cri.LimitOptions {
+func limitOptions(o *options, m *decorator.Metrics) decorator.LimitOptions {
 	hold := o.ExecSlotMaxHold
 	if hold == 0 {
 		hold = -1 // the flag's 0 is "no limit"
 	}
-	return cri.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
+	return decorator.LimitOptions{MaxConcurrent: o.MaxConcurrentExecs, PerPod: o.MaxConcurrentExecsPerPod, MaxHold: hold, Metrics: m}
 }

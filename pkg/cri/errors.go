@@ -59,3 +59,7 @@ func (e *SlotTimeoutError) Error() string {
 
 // Throttled marks the error as probed's own limit for the prober.
 func (e *SlotTimeoutError) Throttled() bool { return true }
+
+// ErrNoSandboxIPs: the runtime cannot say which IPs a pod's sandbox has
+// (--runtime-type=none).
+var ErrNoSandboxIPs = errors.New("no container runtime to say which IPs the pod's sandbox has")

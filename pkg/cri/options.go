@@ -49,7 +49,8 @@ type Options struct {
 	OutputBudget int64
 }
 
-func (o *Options) complete() error {
+// Complete fills in the defaults and checks the options.
+func (o *Options) Complete() error {
 	if o.Endpoint == "" {
 		o.Endpoint = DefaultEndpoint
 	}
@@ -95,3 +96,7 @@ func socketPath(endpoint string) (string, error) {
 	}
 	return filepath.Clean(p), nil
 }
+
+// TypeNone runs no runtime client: for nodes that only have network probes
+// (virtual nodes, or an integration test with no containerd).
+const TypeNone = "none"

@@ -55,44 +55,45 @@ func OwnerFrom(ctx context.Context) (Owner, bool) {
 // refuses it, since it could not tell whose container it reaches.
 var ErrNoOwner = errors.New("no owning pod container given for the runtime call")
 
-// runtimeOwner is what the runtime says of a container: its kubelet labels,
+// RuntimeOwner is what the runtime says of a container: its kubelet labels,
 // and those of the pod sandbox it runs in.
-type runtimeOwner struct {
-	pod, sandbox map[string]string // container and sandbox labels
-	// kindOK is false when the runtime says the ID is not a pod's
+type RuntimeOwner struct {
+	// Labels are the container's, SandboxLabels its sandbox's.
+	Labels, SandboxLabels map[string]string
+	// KindOK is false when the runtime says the ID is not a pod's
 	// container (a sandbox itself, or something not made through CRI).
-	kindOK bool
-	// sandboxIPs are the IPs the runtime gave the sandbox; none on the
+	KindOK bool
+	// SandboxIPs are the IPs the runtime gave the sandbox; none on the
 	// host network.
-	sandboxIPs []string
+	SandboxIPs []string
 }
 
-// ownerLookup is a Runtime that can say whose a container is. Every
-// Runtime of this package is one (but None).
-type ownerLookup interface {
-	containerOwner(ctx context.Context, containerID string) (runtimeOwner, error)
+// OwnerLookup is a Runtime that can say whose a container is. Every
+// runtime implementation is one (but none's).
+type OwnerLookup interface {
+	ContainerOwner(ctx context.Context, containerID string) (RuntimeOwner, error)
 }
 
-// matches reports whether the runtime's labels name o: the container's
+// Matches reports whether the runtime's labels name o: the container's
 // pod UID, namespace, name and container name, and its sandbox's pod UID,
 // namespace and name. A UID may be the pod's or, for a mirror pod, its
 // static pod's.
-func (r runtimeOwner) matches(o Owner) bool {
+func (r RuntimeOwner) Matches(o Owner) bool {
 	uidOK := func(uid string) bool {
 		return uid != "" && (uid == o.PodUID || (o.StaticPodUID != "" && uid == o.StaticPodUID))
 	}
-	c, s := r.pod, r.sandbox
-	return r.kindOK &&
+	c, s := r.Labels, r.SandboxLabels
+	return r.KindOK &&
 		uidOK(c[LabelPodUID]) && c[LabelPodNamespace] == o.PodNamespace && c[LabelPodName] == o.PodName &&
 		c[LabelContainerName] == o.Container &&
 		s[LabelPodUID] == c[LabelPodUID] && s[LabelPodNamespace] == o.PodNamespace && s[LabelPodName] == o.PodName
 }
 
-// describe is the runtime's side, for the log.
-func (r runtimeOwner) describe() string {
+// Describe is the runtime's side, for the log.
+func (r RuntimeOwner) Describe() string {
 	return fmt.Sprintf("container %q of pod %s/%s (uid %s), in a sandbox of pod %s/%s (uid %s), CRI container %v",
-		r.pod[LabelContainerName], r.pod[LabelPodNamespace], r.pod[LabelPodName], r.pod[LabelPodUID],
-		r.sandbox[LabelPodNamespace], r.sandbox[LabelPodName], r.sandbox[LabelPodUID], r.kindOK)
+		r.Labels[LabelContainerName], r.Labels[LabelPodNamespace], r.Labels[LabelPodName], r.Labels[LabelPodUID],
+		r.SandboxLabels[LabelPodNamespace], r.SandboxLabels[LabelPodName], r.SandboxLabels[LabelPodUID], r.KindOK)
 }
 
 // OwnerMismatchError: the runtime's container is not the one the caller

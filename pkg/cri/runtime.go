@@ -1,4 +1,16 @@
-// Package cri is the only package that talks to the container runtime.
+// Package cri is the container runtime's interface: Runtime, the Owner a
+// call is for, the runtime's errors and limits, container IDs and Options.
+// It links no runtime client, so that the prober, the worker and the kill
+// path import it cheaply. The rest of the tree:
+//
+//   - connect: New opens the runtime Options select (or detect);
+//   - containerd, runtimeservice, none: the implementations (containerd's
+//     native client and containerd-cri; CRI's RuntimeService; no runtime);
+//   - decorator: what wraps an implementation in cmd/probed, innermost
+//     first: Verified (only the caller's own container), Limited (the
+//     node's exec slots, shared fairly), and Health (/readyz);
+//   - internal: what the implementations share (the gRPC dial, the exec
+//     output budget) and the tests' fakes.
 package cri
 
 import (
@@ -20,4 +32,12 @@ type Runtime interface {
 	// Ready reports whether the runtime answers, for /readyz.
 	Ready(ctx context.Context) error
 	Close() error
+}
+
+// RuntimeName is the metrics label for rt: its Name() if it has one.
+func RuntimeName(rt Runtime) string {
+	if n, ok := rt.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return "unknown"
 }

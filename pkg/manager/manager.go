@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -35,10 +36,9 @@ type Options struct {
 	Informer cache.SharedIndexInformer
 	Source   probespec.ProbeSource
 	Prober   worker.Prober
-	// Killer acts on liveness and startup failures; nil takes no action (dry run).
-	// A kill it cancels with a restartguard.DeferredError marked Reprobe
-	// restarts the worker, so the container is probed afresh.
-	Killer worker.Killer
+	// Killer acts on liveness and startup failures (package kill's chain);
+	// nil takes no action (dry run).
+	Killer kill.Killer
 	// HostGuard applies --probe-host-policy to the IP literals probes name
 	// as hosts, at sync time, as validation problems; nil checks nothing.
 	// The prober applies the same guard when it dials.

@@ -217,10 +217,6 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 	k := probeKey{d.Container.Name, d.Type}
 	uid := pod.UID
 	var w *worker.Worker
-	var killer worker.Killer
-	if m.opts.Killer != nil {
-		killer = workerKiller{m: m, ctx: ctx, uid: uid, key: k, w: &w}
-	}
 	w = worker.New(worker.Config{
 		PodUID:        uid,
 		PodNamespace:  pod.Namespace,
@@ -233,7 +229,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Pods:          m,
 		Results:       m.resultsFor(d.Type),
 		Recorder:      m.opts.Recorder,
-		Killer:        killer,
+		Killer:        m.opts.Killer,
 		Started:       m.started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,

@@ -322,6 +322,7 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 			// the guard itself: not a failure to stop the container.
 			w.cfg.Metrics.countKill(&w.series, KillOutcomeDeferred)
 			w.vlog(2, "Container restart deferred; will retry", "containerID", w.containerID, "reason", err)
+			w.probeAgain(pod, err)
 			return
 		}
 		w.cfg.Metrics.countKill(&w.series, KillOutcomeError)
@@ -344,7 +345,7 @@ func (w *Worker) deletedMeanwhile() bool {
 }
 
 // isDeferred reports whether a Killer held a kill back on purpose
-// (restartguard.DeferredError says Deferred()).
+// (kill.DeferredError says Deferred()).
 func isDeferred(err error) bool {
 	var d interface{ Deferred() bool }
 	return errors.As(err, &d) && d.Deferred()

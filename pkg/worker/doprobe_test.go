@@ -606,7 +606,7 @@ func TestKillErrorIsRetriedWhileRunning(t *testing.T) {
 	}
 }
 
-// deferral is how pkg/restartguard says it held a kill back on purpose.
+// deferral is how pkg/kill says it held a kill back on purpose.
 type deferral struct{}
 
 func (deferral) Error() string  { return "restart deferred: budget spent" }

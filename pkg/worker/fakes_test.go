@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -135,7 +136,7 @@ type killCall struct {
 func (k *fakeKiller) Kill(_ context.Context, pod *v1.Pod, c *v1.Container, id string, t probespec.ProbeType, spec *v1.Probe) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.kills = append(k.kills, killCall{id, c.Name, t, GracePeriod(pod, c.Name, spec)})
+	k.kills = append(k.kills, killCall{id, c.Name, t, kill.GracePeriod(pod, c.Name, spec)})
 	return k.err
 }
 

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -31,13 +32,10 @@ type Recorder interface {
 	Event(pod *v1.Pod, containerName string, eventType, reason, message string)
 }
 
-// Killer stops a container that failed its liveness or startup probe. It is
-// called from the worker's goroutine while the worker is on hold, so it may
-// block for the grace period (the preStop hook, then the stop). An error is logged and counted, and the kill is
-// retried on the next tick while the same container instance still runs.
-type Killer interface {
-	Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, containerID string, probeType probespec.ProbeType, spec *v1.Probe) error
-}
+// Killer stops a container that failed its liveness or startup probe:
+// the chain of package kill, which owns the grace period, the preStop hook,
+// the restart budget and the workload guard.
+type Killer = kill.Killer
 
 // containerEvents addresses the prober's events to this worker's container.
 type containerEvents struct {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -11,7 +10,7 @@ import (
 
 // withOwner marks ctx with the pod container this worker serves, for the
 // whole of its life: the runtime execs into and stops only that container
-// (cri.Verified), whatever container ID the pod's status names.
+// (decorator.Verified), whatever container ID the pod's status names.
 func (w *Worker) withOwner(ctx context.Context) context.Context {
 	return cri.WithOwner(ctx, cri.Owner{
 		PodNamespace: w.cfg.PodNamespace,
@@ -30,11 +29,4 @@ func StaticPodUID(pod *v1.Pod) string {
 		return ""
 	}
 	return pod.Annotations[v1.MirrorPodAnnotationKey]
-}
-
-// isOwnerMismatch reports whether err says the runtime's container is not
-// this worker's (cri.OwnerMismatchError).
-func isOwnerMismatch(err error) bool {
-	var m interface{ OwnerMismatch() bool }
-	return errors.As(err, &m) && m.OwnerMismatch()
 }

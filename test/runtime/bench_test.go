@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkExec(b *testing.B) {
 // BenchmarkExecParallel runs execs from many goroutines through the default
 // per-node cap, for throughput under contention.
 func BenchmarkExecParallel(b *testing.B) {
-	benchExec(b, cri.DefaultMaxConcurrentExecs)
+	benchExec(b, decorator.DefaultMaxConcurrentExecs)
 }
 
 func benchExec(b *testing.B, slots int) {
@@ -37,14 +38,14 @@ func benchExec(b *testing.B, slots int) {
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
 			ctx := context.Background()
-			rt, err := cri.New(ctx, im.opts(h))
+			rt, err := connect.New(ctx, im.opts(h))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer rt.Close()
 			// All in one container: its share is every slot, as before the
 			// per-pod share, so the figures measure the runtime at slots in flight.
-			l := cri.NewLimitedWith(rt, cri.LimitOptions{MaxConcurrent: slots, PerPod: slots, MaxHold: -1})
+			l := decorator.NewLimitedWith(rt, decorator.LimitOptions{MaxConcurrent: slots, PerPod: slots, MaxHold: -1})
 			exec := func() {
 				if _, code, err := l.ExecInContainer(ctx, c.RuntimeID(), []string{"true"}, 10*time.Second); err != nil || code != 0 {
 					b.Errorf("exec: %d %v", code, err)

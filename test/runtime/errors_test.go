@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -18,7 +19,7 @@ func TestAutoPicksContainerdCRIOnContainerd(t *testing.T) {
 	h := need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := cri.New(ctx, cri.Options{Endpoint: h.Endpoint(), FIFODir: h.FIFODir()})
+	rt, err := connect.New(ctx, cri.Options{Endpoint: h.Endpoint(), FIFODir: h.FIFODir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,18 +14,19 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/restartguard"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
-// removeFirst is the runtime as probed wires it (cri.Limited over
-// cri.Verified), except that the first time a kill reaches step ("check",
+// removeFirst is the runtime as probed wires it (decorator.Limited over
+// decorator.Verified), except that the first time a kill reaches step ("check",
 // its owner check, or "stop") the container is removed from containerd
 // first: it exited and was removed as its probe failed.
 type removeFirst struct {
-	*cri.Limited
+	*decorator.Limited
 	step   string
 	remove func()
 	once   sync.Once
@@ -57,12 +58,12 @@ func TestKillOfARemovedContainerIsDone(t *testing.T) {
 			t.Run("removed before the "+step, func(t *testing.T) {
 				c := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
 				reg := prometheus.NewRegistry()
-				m := cri.NewMetrics(reg)
-				verified, err := cri.NewVerified(rt, m)
+				m := decorator.NewMetrics(reg)
+				verified, err := decorator.NewVerified(rt, m)
 				if err != nil {
 					t.Fatal(err)
 				}
-				runtime := &removeFirst{Limited: cri.NewLimited(verified, cri.DefaultMaxConcurrentExecs, m), step: step, remove: func() {
+				runtime := &removeFirst{Limited: decorator.NewLimited(verified, decorator.DefaultMaxConcurrentExecs, m), step: step, remove: func() {
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
 					if _, err := h.CRI().StopContainer(ctx, stopRequest(c.ID, 0)); err != nil {
@@ -72,13 +73,13 @@ func TestKillOfARemovedContainerIsDone(t *testing.T) {
 						t.Errorf("removing the container behind probed's back: %v", err)
 					}
 				}}
-				budget := restartguard.NewBudget(10, nil)
+				budget := kill.NewBudget(10, nil)
 				w, events, stop := ownedWorker(runtime, c, c.RuntimeID(), probespec.Liveness, &v1.Probe{
 					ProbeHandler:  v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(closedPort(t))}},
 					PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1,
 				}, func(cfg *worker.Config, events *eventLog) {
 					cfg.Metrics = worker.NewMetrics(reg)
-					cfg.Killer = &restartguard.Killer{Inner: &worker.RuntimeKiller{Runtime: runtime, Recorder: events}, Budget: budget}
+					cfg.Killer = &kill.Guard{Inner: &kill.RuntimeKiller{Runtime: runtime, Recorder: events}, Budget: budget}
 				})
 				defer stop()
 				kills := func(outcome string) float64 {

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -35,7 +36,7 @@ func timedOut(cmd []string, timeout time.Duration) string {
 func TestHostileExec(t *testing.T) {
 	c := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
-		p := prober.New(cri.NewLimited(rt, cri.DefaultMaxConcurrentExecs, nil), prober.Options{})
+		p := prober.New(decorator.NewLimited(rt, decorator.DefaultMaxConcurrentExecs, nil), prober.Options{})
 		target := prober.Target{ContainerID: c.RuntimeID()}
 
 		t.Run("64 MiB of output", func(t *testing.T) {

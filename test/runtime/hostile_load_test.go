@@ -13,7 +13,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/results"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
@@ -43,12 +44,12 @@ func TestHostileConcurrent(t *testing.T) {
 	var peakRSS, peakHeap atomic.Int64
 
 	t.Run("rounds", func(t *testing.T) {
-		rt, err := cri.New(context.Background(), impls[0].opts(h))
+		rt, err := connect.New(context.Background(), impls[0].opts(h))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rt.Close() })
-		p := prober.New(cri.NewLimited(rt, cri.DefaultMaxConcurrentExecs, nil), prober.Options{})
+		p := prober.New(decorator.NewLimited(rt, decorator.DefaultMaxConcurrentExecs, nil), prober.Options{})
 		ns := blackholeNetns(t)
 		big, _ := bigBodyServer(t, 200)
 		slow, slowBody := slowlorisServer(t), slowBodyServer(t)

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
@@ -23,12 +24,12 @@ import (
 // TestConcurrencyCap: 50 simultaneous execs through the per-node cap all
 // complete with their own output; none is lost, none runs beyond the cap.
 func TestConcurrencyCap(t *testing.T) {
-	const execs, slots = 50, cri.DefaultMaxConcurrentExecs
+	const execs, slots = 50, decorator.DefaultMaxConcurrentExecs
 	c := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
 		reg := prometheus.NewRegistry()
-		m := cri.NewMetrics(reg)
-		l := cri.NewLimited(rt, slots, m)
+		m := decorator.NewMetrics(reg)
+		l := decorator.NewLimited(rt, slots, m)
 		var wg sync.WaitGroup
 		var ok, maxSeen atomic.Int32
 		stop := make(chan struct{})
@@ -70,7 +71,7 @@ func TestConcurrencyCap(t *testing.T) {
 		}
 		name := cri.RuntimeName(rt)
 		if got := counterValue(t, reg, "probed_runtime_exec_total",
-			map[string]string{"runtime": name, "outcome": cri.OutcomeSuccess}); got != execs {
+			map[string]string{"runtime": name, "outcome": decorator.OutcomeSuccess}); got != execs {
 			t.Errorf("exec_total{success} = %v, want %d", got, execs)
 		}
 	})
@@ -129,7 +130,7 @@ func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
 		hung := newContainer(t, ctrd.ContainerSpec{Command: idleCommand})
 		healthy := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
 		reg := prometheus.NewRegistry()
-		l := cri.NewLimitedWith(rt, cri.LimitOptions{MaxConcurrent: slots, PerPod: slots, MaxHold: -1, Metrics: cri.NewMetrics(reg)})
+		l := decorator.NewLimitedWith(rt, decorator.LimitOptions{MaxConcurrent: slots, PerPod: slots, MaxHold: -1, Metrics: decorator.NewMetrics(reg)})
 
 		ctx, release := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
@@ -152,7 +153,7 @@ func TestHungExecsNeverFailAHealthyLiveness(t *testing.T) {
 		defer stop()
 		name := cri.RuntimeName(rt)
 		queued := func() float64 {
-			return counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeQueueTimeout})
+			return counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": decorator.OutcomeQueueTimeout})
 		}
 		// Three runs skipped in the queue, or (the bug) a kill.
 		poll(t, "three probes skipped in the queue", 30*time.Second, func() bool { return queued() >= 3 || events.has("Killing") })
@@ -204,7 +205,7 @@ func TestNoisyPodDoesNotStarveAnothersLiveness(t *testing.T) {
 		}{{"one pod, ten hung probes", 1, 10}, {"ten pods, one hung probe each", 10, 1}} {
 			t.Run(layout.name, func(t *testing.T) {
 				reg := prometheus.NewRegistry()
-				l := cri.NewLimitedWith(rt, cri.LimitOptions{MaxConcurrent: slots, Metrics: cri.NewMetrics(reg)})
+				l := decorator.NewLimitedWith(rt, decorator.LimitOptions{MaxConcurrent: slots, Metrics: decorator.NewMetrics(reg)})
 				noisy := newContainer(t, ctrd.ContainerSpec{Name: "noisy", Command: idleCommand})
 				ctx, release := context.WithCancel(context.Background())
 				var wg sync.WaitGroup
@@ -219,7 +220,7 @@ func TestNoisyPodDoesNotStarveAnothersLiveness(t *testing.T) {
 						}()
 					}
 				}
-				want := float64(min(slots, layout.pods*cri.DefaultMaxConcurrentExecsPerPod))
+				want := float64(min(slots, layout.pods*decorator.DefaultMaxConcurrentExecsPerPod))
 				poll(t, "the noisy pods' execs holding their slots", 30*time.Second, func() bool {
 					return gaugeValue(t, reg, "probed_runtime_exec_in_flight") >= want
 				})
@@ -236,7 +237,7 @@ func TestNoisyPodDoesNotStarveAnothersLiveness(t *testing.T) {
 					}
 				}
 				name := cri.RuntimeName(rt)
-				if got := counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeQueueTimeout}); got != 0 {
+				if got := counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": decorator.OutcomeQueueTimeout}); got != 0 {
 					t.Errorf("%v execs skipped in the queue", got)
 				}
 				if events.has("Killing") || events.has("Unhealthy") {

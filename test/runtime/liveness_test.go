@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -95,7 +96,7 @@ func startLivenessWorker(rt cri.Runtime, name, id string, probe *v1.Probe) (w *w
 		Pods:     pods,
 		Results:  results.NewManager(),
 		Recorder: events,
-		Killer:   &worker.RuntimeKiller{Runtime: rt, Recorder: events},
+		Killer:   &kill.RuntimeKiller{Runtime: rt, Recorder: events},
 		Started:  func(*v1.Pod, *v1.ContainerStatus) bool { return true },
 		// Long ago: no start-up jitter.
 		DaemonStart: time.Now().Add(-time.Hour),

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -108,7 +109,7 @@ func forEachImpl(t *testing.T, f func(t *testing.T, rt cri.Runtime)) {
 		t.Run(im.name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
 			ctx := context.Background()
-			rt, err := cri.New(ctx, im.opts(h))
+			rt, err := connect.New(ctx, im.opts(h))
 			if err != nil {
 				t.Fatal(err)
 			}

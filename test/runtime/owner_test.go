@@ -17,6 +17,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -45,7 +47,7 @@ func ownedWorker(rt cri.Runtime, c *ctrd.Container, containerID string, pt probe
 		Pods:        pods,
 		Results:     results.NewManager(),
 		Recorder:    events,
-		Killer:      &worker.RuntimeKiller{Runtime: rt, Recorder: events},
+		Killer:      &kill.RuntimeKiller{Runtime: rt, Recorder: events},
 		Started:     func(*v1.Pod, *v1.ContainerStatus) bool { return true },
 		DaemonStart: time.Now().Add(-time.Hour),
 	}
@@ -80,12 +82,12 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 		victim := newContainer(t, ctrd.ContainerSpec{Name: "etcd", Command: idleCommand})
 		tenant := newContainer(t, ctrd.ContainerSpec{Name: "app", Command: idleCommand})
 		reg := prometheus.NewRegistry()
-		m := cri.NewMetrics(reg)
-		verified, err := cri.NewVerified(rt, m)
+		m := decorator.NewMetrics(reg)
+		verified, err := decorator.NewVerified(rt, m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := cri.NewLimited(verified, cri.DefaultMaxConcurrentExecs, m)
+		l := decorator.NewLimited(verified, decorator.DefaultMaxConcurrentExecs, m)
 
 		// The tenant's pod status names the victim's container: an exec
 		// liveness probe that would leave a mark, and a TCP liveness probe
@@ -116,8 +118,8 @@ func TestSpoofedContainerIDGetsNoExecAndNoKill(t *testing.T) {
 		if st, err := h.ContainerState(ctx, victim.ID); err != nil || st != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Errorf("the victim's container: %v %v; want still running", st, err)
 		}
-		if got := counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeSuccess}) +
-			counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": cri.OutcomeNonzeroExit}); got != 0 {
+		if got := counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": decorator.OutcomeSuccess}) +
+			counterValue(t, reg, "probed_runtime_exec_total", map[string]string{"runtime": name, "outcome": decorator.OutcomeNonzeroExit}); got != 0 {
 			t.Errorf("%v execs ran", got)
 		}
 		if !execEvents.has(`Warning Unhealthy app: Liveness probe errored and resulted in unknown state: container ID ` + victim.RuntimeID() + ` from the pod's status is not container "app" of this pod on the container runtime; probed refuses to exec into it`) {

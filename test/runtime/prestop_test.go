@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -50,7 +50,7 @@ func TestPreStopExecHook(t *testing.T) {
 						Exec: &v1.ExecAction{Command: []string{"sh", "-c", tc.hook}},
 					}}}
 					events := &eventLog{}
-					k := &worker.RuntimeKiller{Runtime: rt, Hooks: lifecycle.New(rt, lifecycle.Options{}), Recorder: events}
+					k := &kill.RuntimeKiller{Runtime: rt, Hooks: lifecycle.New(rt, lifecycle.Options{}), Recorder: events}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					start := time.Now()

@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -117,11 +118,11 @@ func TestSandboxIPs(t *testing.T) {
 	}
 
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
-		v, err := cri.NewVerified(rt, nil)
+		v, err := decorator.NewVerified(rt, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := cri.NewLimited(v, 1, nil)
+		l := decorator.NewLimited(v, 1, nil)
 		got, err := l.SandboxIPs(cri.WithOwner(context.Background(), ownerOf(netted)), netted.RuntimeID())
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("SandboxIPs = %v, %v; want the runtime's %v", got, err, want)

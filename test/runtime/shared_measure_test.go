@@ -24,6 +24,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -86,7 +88,7 @@ func TestSharedExecMeasure(t *testing.T) {
 	report.IdleSelfPerMin = (selfCPU() - self0).Seconds() / mins
 	idle := report.IdleHostPerMin + report.IdleSelfPerMin
 
-	rt, err := cri.New(context.Background(), cri.Options{Endpoint: h.Endpoint(), Type: cri.TypeNative, FIFODir: h.FIFODir()})
+	rt, err := connect.New(context.Background(), cri.Options{Endpoint: h.Endpoint(), Type: cri.TypeNative, FIFODir: h.FIFODir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func runShareVariant(t *testing.T, h *ctrd.Containerd, rt cri.Runtime, cfg share
 	modes := map[bool]*shareMode{}
 	for _, share := range []bool{false, true} {
 		reg := prometheus.NewRegistry()
-		l := cri.NewLimited(rt, cfg.Slots, cri.NewMetrics(reg))
+		l := decorator.NewLimited(rt, cfg.Slots, decorator.NewMetrics(reg))
 		if share {
 			l.ShareIdenticalExecs(clock.RealClock{})
 		}
@@ -456,7 +458,7 @@ func execCount(t *testing.T, reg *prometheus.Registry) float64 {
 	for _, m := range series(t, reg, "probed_runtime_exec_total") {
 		queued := false
 		for _, lp := range m.Label {
-			if lp.GetName() == "outcome" && lp.GetValue() == cri.OutcomeQueueTimeout {
+			if lp.GetName() == "outcome" && lp.GetValue() == decorator.OutcomeQueueTimeout {
 				queued = true
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
 
@@ -23,7 +24,7 @@ func TestIdenticalExecsShareOneRun(t *testing.T) {
 	forEachImpl(t, func(t *testing.T, rt cri.Runtime) {
 		for _, share := range []bool{true, false} {
 			reg := prometheus.NewRegistry()
-			l := cri.NewLimited(rt, 4, cri.NewMetrics(reg))
+			l := decorator.NewLimited(rt, 4, decorator.NewMetrics(reg))
 			if share {
 				l.ShareIdenticalExecs(clock.RealClock{})
 			}

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
 	"github.com/probed-dev/probed/pkg/worker"
 	ctrd "github.com/probed-dev/probed/test/harness/containerd"
 )
@@ -28,9 +29,9 @@ func forEachImplVia(t *testing.T, setup func(t *testing.T) *socketRelay, f func(
 			opts := im.opts(h)
 			relay := setup(t)
 			opts.Endpoint = relay.endpoint()
-			rt, err := cri.New(context.Background(), opts)
+			rt, err := connect.New(context.Background(), opts)
 			if err != nil {
-				t.Fatalf("cri.New with the socket missing: %v (want a lazy connection)", err)
+				t.Fatalf("connect.New with the socket missing: %v (want a lazy connection)", err)
 			}
 			f(t, rt, h)
 			if err := rt.Close(); err != nil {

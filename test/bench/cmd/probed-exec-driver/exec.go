@@ -18,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/probed-dev/probed/pkg/cri"
+	"github.com/probed-dev/probed/pkg/cri/connect"
+	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
@@ -113,12 +115,12 @@ func runExec(args []string) (any, error) {
 		{Endpoint: h.Endpoint(), Type: cri.TypeNative, FIFODir: h.FIFODir()},
 		{Endpoint: h.Endpoint(), Type: cri.TypeCRI},
 	} {
-		rt, err := cri.New(ctx, o)
+		rt, err := connect.New(ctx, o)
 		if err != nil {
 			return nil, fmt.Errorf("runtime %s: %w", o.Type, err)
 		}
 		defer rt.Close()
-		l := cri.NewLimited(rt, cri.DefaultMaxConcurrentExecs, nil)
+		l := decorator.NewLimited(rt, decorator.DefaultMaxConcurrentExecs, nil)
 		impls = append(impls, impl{name: o.Type, p: prober.New(l, prober.Options{}), rt: rt})
 	}
 	spec := &v1.Probe{

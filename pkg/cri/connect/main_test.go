@@ -1,0 +1,9 @@
+package connect
+
+import (
+	"testing"
+
+	"github.com/probed-dev/probed/pkg/cri/internal/critest"
+)
+
+func TestMain(m *testing.M) { critest.VerifyTestMain(m) }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,25 +169,32 @@ func TestKubectlProbedStatusWho(t *testing.T) {
 		t.Errorf("no warning naming %s: %q", bare, errOut)
 	}
 
-	// A user who may read the pod but nothing in probed's namespace is told
-	// which Role grants the rest.
-	reader := e.ns + "-reader"
+	// An account that may read the pod but nothing in probed's namespace is
+	// told which Role grants the rest.
+	reader := "reader"
+	if _, err := client.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: reader}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
+		ObjectMeta: metav1.ObjectMeta{Name: reader},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: reader}},
+		ObjectMeta: metav1.ObjectMeta{Name: reader},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: reader},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: reader, Namespace: e.ns}},
 	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := client.CoreV1().ServiceAccounts(e.ns).CreateToken(e.ctx, reader, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "status", "web-1", "--as", reader, "--kubeconfig", cp.KubeconfigPath,
+	cmd := exec.CommandContext(ctx, bin, "status", "web-1", "--kubeconfig", e.kubeconfigForToken(tr.Status.Token),
 		"--cache-dir", cacheDir, "-n", e.ns, "--probed-namespace", probedNS)
 	var forbidden bytes.Buffer
 	cmd.Stderr = &forbidden

@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -22,6 +20,7 @@ import (
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/kubeclient"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/nodeinfo"
@@ -71,8 +70,10 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 	runtimeHealth := cri.NewHealth(runtime, 0, 0, nil, reg)
 
-	factory := podinformer.NewFactory(client, o.NodeName)
-	podInformer := factory.Core().V1().Pods().Informer()
+	podInformer, err := podinformer.New(client, o.NodeName)
+	if err != nil {
+		return err
+	}
 
 	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
 		NodeAddrs: nodeinfo.Addresses(client, o.NodeName),
@@ -102,9 +103,9 @@ func run(ctx context.Context, o *options) error {
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+		broadcaster.StartRecordingToSink(kubeclient.EventSink{Client: eventClient})
 		defer broadcaster.Shutdown()
-		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
+		nodeRecorder = broadcaster.NewRecorder(client.Scheme(), v1.EventSource{Component: "probed", Host: o.NodeName})
 		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
@@ -209,7 +210,8 @@ func run(ctx context.Context, o *options) error {
 	mgrCtx, stopManager := context.WithCancel(context.Background())
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	factory.Start(mgrCtx.Done())
+	informerDone := make(chan struct{})
+	go func() { defer close(informerDone); podInformer.RunWithContext(mgrCtx) }()
 	wg.Add(4)
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
@@ -276,7 +278,7 @@ func run(ctx context.Context, o *options) error {
 	<-managerDone
 	stopWriter()
 	wg.Wait()
-	factory.Shutdown()
+	<-informerDone
 	return runErr
 }
 

@@ -15,10 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // Mode selects what probed writes (contract §2, --status-mode).
@@ -78,7 +79,7 @@ type PodGetter interface {
 // Options configure a Writer. They are validated by NewWriter.
 type Options struct {
 	// Client writes pod status. It may be nil only with DryRun.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Pods is the informer cache. Required.
 	Pods PodGetter
 	// Mode defaults to ModeConditions.
@@ -495,8 +496,7 @@ func (w *Writer) syncConditions(ctx context.Context, e podEntry) syncResult {
 	reqCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	start := w.clock.Now()
-	_, err := w.opts.Client.CoreV1().Pods(e.key.Namespace).ApplyStatus(reqCtx, applyConfiguration(e.key, desired),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	err := applyStatus(reqCtx, w.opts.Client, applyConfiguration(e.key, desired), FieldManager)
 	if res, failed := w.classify(ctx, err, start, true); failed {
 		return res
 	}

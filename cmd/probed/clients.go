@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // apiClients are probed's API clients, each with a rate limit of its own
@@ -14,9 +14,9 @@ import (
 // or an event storm does takes from the status writes' --kube-api-qps.
 type apiClients struct {
 	// status writes pod status, and lists and watches pods.
-	status kubernetes.Interface
+	status *kubeclient.Clientset
 	// events records Events (--event-qps).
-	events kubernetes.Interface
+	events *kubeclient.Clientset
 	// reviews configures the client of the endpoints' TokenReviews and
 	// SubjectAccessReviews (--auth-review-qps): every made-up bearer token
 	// sent to /metrics costs one, and anyone who reaches the port can send
@@ -25,11 +25,11 @@ type apiClients struct {
 }
 
 func newAPIClients(cfg *rest.Config, o *options) (*apiClients, error) {
-	status, err := kubernetes.NewForConfig(cfg)
+	status, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building the API client: %w", err)
 	}
-	events, err := kubernetes.NewForConfig(eventConfig(cfg, o))
+	events, err := kubeclient.NewForConfig(eventConfig(cfg, o))
 	if err != nil {
 		return nil, fmt.Errorf("building the events API client: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/probed-dev/probed/internal/docgen"
 	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/cri/none"
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -62,7 +63,7 @@ func TestDocsMetrics(t *testing.T) {
 	defer cancel()
 	// The probe-reach gauge is absent until the policy was read once, and
 	// prober_probe_* until a worker counts a result: give each its first.
-	reach, err := reachpolicy.New(reachpolicy.Options{Client: fake.NewClientset(), Policy: o.ProbeReachPolicy, Node: "docs", Registry: reg})
+	reach, err := reachpolicy.New(reachpolicy.Options{Client: fromclientset.New(fake.NewClientset()), Policy: o.ProbeReachPolicy, Node: "docs", Registry: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -25,6 +23,7 @@ import (
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/kill"
+	"github.com/probed-dev/probed/pkg/kubeclient"
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/nodeinfo"
@@ -72,8 +71,10 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 	runtimeHealth := decorator.NewHealth(runtime, 0, 0, nil, reg)
 
-	factory := podinformer.NewFactory(client, o.NodeName)
-	podInformer := factory.Core().V1().Pods().Informer()
+	podInformer, err := podinformer.New(client, o.NodeName)
+	if err != nil {
+		return err
+	}
 
 	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
 		NodeAddrs: nodeinfo.Addresses(client, o.NodeName),
@@ -103,9 +104,9 @@ func run(ctx context.Context, o *options) error {
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
-		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
+		broadcaster.StartRecordingToSink(kubeclient.EventSink{Client: eventClient})
 		defer broadcaster.Shutdown()
-		nodeRecorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "probed", Host: o.NodeName})
+		nodeRecorder = broadcaster.NewRecorder(client.Scheme(), v1.EventSource{Component: "probed", Host: o.NodeName})
 		recorder = containerRecorder{Recorder: nodeRecorder}
 		// A preStop hook is part of a kill: it never queues behind probes.
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
@@ -206,7 +207,8 @@ func run(ctx context.Context, o *options) error {
 	mgrCtx, stopManager := context.WithCancel(context.Background())
 	writerCtx, stopWriter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	factory.Start(mgrCtx.Done())
+	informerDone := make(chan struct{})
+	go func() { defer close(informerDone); podInformer.RunWithContext(mgrCtx) }()
 	wg.Add(4)
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
@@ -272,7 +274,7 @@ func run(ctx context.Context, o *options) error {
 	<-managerDone
 	stopWriter()
 	wg.Wait()
-	factory.Shutdown()
+	<-informerDone
 	return runErr
 }
 

@@ -5,18 +5,18 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/probed-dev/probed/pkg/endpoints"
+	"github.com/probed-dev/probed/pkg/kubeclient"
 	"github.com/probed-dev/probed/pkg/servingca"
 )
 
 // servingCert is the endpoints' certificate: --tls-cert-file's, or one made
 // in memory whose CA the returned publisher (nil: none) publishes for the
 // kubectl plugin.
-func servingCert(o *options, client kubernetes.Interface) (endpoints.ServingCert, *servingca.Publisher, error) {
+func servingCert(o *options, client kubeclient.Interface) (endpoints.ServingCert, *servingca.Publisher, error) {
 	hosts := []string{o.NodeName, "localhost", "127.0.0.1", "::1"}
 	if o.MetricsInsecure || o.TLSCertFile != "" {
 		return endpoints.ServingCert{CertFile: o.TLSCertFile, KeyFile: o.TLSKeyFile, Hosts: hosts}, nil, nil

@@ -8,8 +8,9 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // Checks run once at start-up, before probed watches a pod: a failure
@@ -29,7 +30,7 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 // passes. An error reaching the API server is logged and passed: the
 // informer waits for the API server anyway, and a missing claim shows then
 // as denied writes.
-func checkNodeClaim(ctx context.Context, client kubernetes.Interface, nodeName string) error {
+func checkNodeClaim(ctx context.Context, client kubeclient.Interface, nodeName string) error {
 	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		klog.ErrorS(err, "Could not check probed's identity with a SelfSubjectReview; going on")

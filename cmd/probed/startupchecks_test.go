@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -45,14 +47,14 @@ func TestCheckNodeClaimAsksTheAPIServer(t *testing.T) {
 		return true, &authnv1.SelfSubjectReview{Status: authnv1.SelfSubjectReviewStatus{UserInfo: authnv1.UserInfo{
 			Username: "system:serviceaccount:x:probed"}}}, nil
 	})
-	if err := checkNodeClaim(context.Background(), c, "node-a"); err == nil {
+	if err := checkNodeClaim(context.Background(), fromclientset.New(c), "node-a"); err == nil {
 		t.Error("a token without the claim passed")
 	}
 	down := fake.NewClientset()
 	down.PrependReactor("create", "selfsubjectreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})
-	if err := checkNodeClaim(context.Background(), down, "node-a"); err != nil {
+	if err := checkNodeClaim(context.Background(), fromclientset.New(down), "node-a"); err != nil {
 		t.Errorf("an unreachable API server failed the start: %v", err)
 	}
 }

@@ -19,9 +19,11 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // Auth guards /metrics and /debug/: who the caller is, and whether they may
@@ -90,14 +92,28 @@ func DelegatedAuth(cfg *rest.Config, o AuthOptions) (Auth, error) {
 	cfg = rest.CopyConfig(cfg)
 	accessReviews := newReviewCap(orDefault(o.MaxAccessReviews, DefaultMaxReviewsInFlight))
 	cfg.Wrap(accessReviews.wrapTransport)
-	client, err := kubernetes.NewForConfig(cfg)
+	// The two review groups' clients only (a whole clientset links every
+	// API group's client: docs/benchmarks/footprint.md), sharing one HTTP
+	// client and one rate limit, as a clientset's groups do.
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return Auth{}, fmt.Errorf("delegated authentication client: %w", err)
+	}
+	authn, err := authenticationv1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return Auth{}, fmt.Errorf("delegated authentication client: %w", err)
+	}
+	authz, err := authorizationv1client.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return Auth{}, fmt.Errorf("delegated authorization client: %w", err)
 	}
 	authenticatorfactory.RegisterMetrics()
 	// No implicit audiences: a TokenReview answer that names no audience
 	// is not one of ours.
-	review, err := webhooktoken.NewFromInterface(client.AuthenticationV1(), nil, *reviewBackoff(), reviewTimeout, webhooktoken.AuthenticatorMetrics{
+	review, err := webhooktoken.NewFromInterface(authn, nil, *reviewBackoff(), reviewTimeout, webhooktoken.AuthenticatorMetrics{
 		RecordRequestTotal:   authenticatorfactory.RecordRequestTotal,
 		RecordRequestLatency: authenticatorfactory.RecordRequestLatency,
 	})
@@ -112,7 +128,7 @@ func DelegatedAuth(cfg *rest.Config, o AuthOptions) (Auth, error) {
 		auth.MetricsAuthenticator = bearer(audienceToken{cached: cached, audiences: o.Audiences, apiServerToo: true})
 	}
 	auth.Authorizer, err = authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: client.AuthorizationV1(),
+		SubjectAccessReviewClient: authz,
 		AllowCacheTTL:             accessAllowCacheTTL,
 		DenyCacheTTL:              accessDenyCacheTTL,
 		WebhookRetryBackoff:       reviewBackoff(),

@@ -8,8 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // nodeAddressTTL is how long the Node's addresses are reused before the API
@@ -25,7 +26,7 @@ const nodeAddressTTL = 10 * time.Minute
 // API server refuses, the first refusal is logged and the Node is not asked
 // again, and the guard makes do with the node's interface addresses, which
 // cover every address but a NATed external one.
-func Addresses(client kubernetes.Interface, nodeName string) func(context.Context) ([]netip.Addr, error) {
+func Addresses(client kubeclient.Interface, nodeName string) func(context.Context) ([]netip.Addr, error) {
 	var (
 		mu      sync.Mutex
 		denied  bool

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +30,7 @@ func TestNodeAddresses(t *testing.T) {
 		gets++
 		return false, nil, nil
 	})
-	read := Addresses(client, "n1")
+	read := Addresses(fromclientset.New(client), "n1")
 	for range 3 {
 		got, err := read(context.Background())
 		if err != nil || fmt.Sprint(got) != "[10.0.0.7 203.0.113.7]" {
@@ -46,7 +48,7 @@ func TestNodeAddresses(t *testing.T) {
 		gets++
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", fmt.Errorf("rbac"))
 	})
-	read = Addresses(denied, "n1")
+	read = Addresses(fromclientset.New(denied), "n1")
 	for range 3 {
 		if got, err := read(context.Background()); err != nil || len(got) != 0 {
 			t.Fatalf("forbidden: %v, %v", got, err)
@@ -57,7 +59,7 @@ func TestNodeAddresses(t *testing.T) {
 	}
 
 	// Other errors are returned, so the guard keeps what it had.
-	missing := Addresses(fake.NewClientset(), "n1")
+	missing := Addresses(fromclientset.New(fake.NewClientset()), "n1")
 	if _, err := missing(context.Background()); err == nil {
 		t.Error("missing Node: no error")
 	}

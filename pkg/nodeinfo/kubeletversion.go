@@ -13,11 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/probed-dev/probed/pkg/kubeclient"
 	"github.com/probed-dev/probed/pkg/prober"
 )
 
@@ -52,7 +51,7 @@ func KubeletMinor(kubeletVersion string) (string, error) {
 // version. It asks for up to 15 s while the Node is not there yet;
 // if the Node cannot be read or its version parsed, it logs why and
 // returns fallback. FollowKubeletVersion keeps it current afterwards.
-func UserAgentVersion(ctx context.Context, client kubernetes.Interface, nodeName, fallback string) string {
+func UserAgentVersion(ctx context.Context, client kubeclient.Interface, nodeName, fallback string) string {
 	var minor string
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, nodeVersionWait, true, func(ctx context.Context) (bool, error) {
@@ -100,15 +99,16 @@ func kubeletVersionOnly(obj any) (any, error) {
 // kubelet reports a change of its status), which needs list and watch on
 // nodes. Where they are refused, it says so once and returns, and ua keeps
 // the version read at start.
-func FollowKubeletVersion(ctx context.Context, client kubernetes.Interface, nodeName string, ua *prober.UserAgent) {
+func FollowKubeletVersion(ctx context.Context, client kubeclient.Interface, nodeName string, ua *prober.UserAgent) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
-		}),
-		informers.WithTransform(kubeletVersionOnly))
-	informer := factory.Core().V1().Nodes().Informer()
+	informer := kubeclient.NewInformer(client, client.CoreV1().Nodes(), &v1.Node{}, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
+	})
+	if err := informer.SetTransform(kubeletVersionOnly); err != nil {
+		klog.ErrorS(err, "Following the node's kubelet version")
+		return
+	}
 	var once sync.Once
 	if err := informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
@@ -143,7 +143,5 @@ func FollowKubeletVersion(ctx context.Context, client kubernetes.Interface, node
 		klog.ErrorS(err, "Following the node's kubelet version")
 		return
 	}
-	factory.Start(ctx.Done())
-	<-ctx.Done()
-	factory.Shutdown()
+	informer.RunWithContext(ctx)
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +68,7 @@ func TestNodeUserAgentVersion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "n1"},
 		Status:     v1.NodeStatus{NodeInfo: v1.NodeSystemInfo{KubeletVersion: "v1.36.3"}},
 	})
-	if got := UserAgentVersion(context.Background(), client, "n1", "1.34"); got != "1.36" {
+	if got := UserAgentVersion(context.Background(), fromclientset.New(client), "n1", "1.34"); got != "1.36" {
 		t.Errorf("version %q, want 1.36", got)
 	}
 	denied := fake.NewClientset()
@@ -74,12 +76,12 @@ func TestNodeUserAgentVersion(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "n1", fmt.Errorf("rbac"))
 	})
 	// Refused: the fallback at once, with no asking again.
-	if got := UserAgentVersion(context.Background(), denied, "n1", "1.34"); got != "1.34" {
+	if got := UserAgentVersion(context.Background(), fromclientset.New(denied), "n1", "1.34"); got != "1.34" {
 		t.Errorf("forbidden: version %q, want the fallback", got)
 	}
 	// A Node without a version: the fallback at once.
 	bare := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
-	if got := UserAgentVersion(context.Background(), bare, "n1", "1.34"); got != "1.34" {
+	if got := UserAgentVersion(context.Background(), fromclientset.New(bare), "n1", "1.34"); got != "1.34" {
 		t.Errorf("no version: %q, want the fallback", got)
 	}
 }
@@ -102,7 +104,7 @@ func TestUserAgentFollowsTheNode(t *testing.T) {
 	}))
 	defer srv.Close()
 	port, _ := strconv.Atoi(srv.URL[strings.LastIndex(srv.URL, ":")+1:])
-	ua := prober.NewUserAgent(UserAgentVersion(context.Background(), client, "n1", "1.34"))
+	ua := prober.NewUserAgent(UserAgentVersion(context.Background(), fromclientset.New(client), "n1", "1.34"))
 	p := prober.New(nil, prober.Options{UserAgent: ua})
 	probe := func() string {
 		t.Helper()
@@ -118,7 +120,7 @@ func TestUserAgentFollowsTheNode(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); FollowKubeletVersion(ctx, client, "n1", ua) }()
+	go func() { defer close(done); FollowKubeletVersion(ctx, fromclientset.New(client), "n1", ua) }()
 	defer func() { cancel(); <-done }()
 	informertest.Wait(t, watching)
 
@@ -145,7 +147,10 @@ func TestFollowNodeVersionForbidden(t *testing.T) {
 	})
 	ua := prober.NewUserAgent("1.35")
 	done := make(chan struct{})
-	go func() { defer close(done); FollowKubeletVersion(context.Background(), client, "n1", ua) }()
+	go func() {
+		defer close(done)
+		FollowKubeletVersion(context.Background(), fromclientset.New(client), "n1", ua)
+	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

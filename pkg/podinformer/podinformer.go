@@ -6,20 +6,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
-// NewFactory returns the informer factory whose pod informer lists and
-// watches only the pods bound to nodeName (a field selector on
-// spec.nodeName, as the kubelet's own pod watch), with no resync, and
-// caches them through StripManagedFields.
-func NewFactory(client kubernetes.Interface, nodeName string) informers.SharedInformerFactory {
-	return informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-		}),
-		informers.WithTransform(StripManagedFields))
+// New returns the pod informer that lists and watches only the pods bound
+// to nodeName (a field selector on spec.nodeName, as the kubelet's own pod
+// watch), with no resync, and caches them through StripManagedFields.
+func New(client kubeclient.Interface, nodeName string) (cache.SharedIndexInformer, error) {
+	inf := kubeclient.NewInformer(client, client.CoreV1().Pods(metav1.NamespaceAll), &v1.Pod{}, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	})
+	if err := inf.SetTransform(StripManagedFields); err != nil {
+		return nil, err
+	}
+	return inf, nil
 }
 
 // StripManagedFields is the pod informer's transform: probed never reads

@@ -31,12 +31,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // DefaultPolicy is the policy's name in deploy/; the chart prefixes it.
@@ -54,7 +54,7 @@ const DefaultReadTimeout = 30 * time.Second
 
 // Options configure a Checker.
 type Options struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Policy is the ValidatingAdmissionPolicy's name.
 	Policy string
 	// Node is the node the events are about.
@@ -111,8 +111,9 @@ func New(o Options) (*Checker, error) {
 	byName := func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.Policy).String()
 	}
-	c.policy = admissioninformers.NewFilteredValidatingAdmissionPolicyInformer(o.Client, 0, cache.Indexers{}, byName)
-	c.binding = admissioninformers.NewValidatingAdmissionPolicyBindingInformer(o.Client, 0, cache.Indexers{})
+	admission := o.Client.AdmissionregistrationV1()
+	c.policy = kubeclient.NewInformer(o.Client, admission.ValidatingAdmissionPolicies(), &admissionv1.ValidatingAdmissionPolicy{}, byName)
+	c.binding = kubeclient.NewInformer(o.Client, admission.ValidatingAdmissionPolicyBindings(), &admissionv1.ValidatingAdmissionPolicyBinding{}, func(*metav1.ListOptions) {})
 	for _, inf := range []cache.SharedIndexInformer{c.policy, c.binding} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { c.notify() },

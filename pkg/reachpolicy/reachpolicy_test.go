@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
@@ -111,7 +113,7 @@ func TestInForce(t *testing.T) {
 		{"the shipped spec under another name only", []runtime.Object{shipped(t, "other", nil), binding("b", nil)}, "no such ValidatingAdmissionPolicy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := New(Options{Client: fake.NewClientset(), Policy: DefaultPolicy})
+			c, err := New(Options{Client: fromclientset.New(fake.NewClientset()), Policy: DefaultPolicy})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +136,7 @@ func TestInForce(t *testing.T) {
 // The chart names the policy <fullname>-probe-reach: the same spec under
 // that name is in force for a probed told that name.
 func TestInForceUnderTheChartsName(t *testing.T) {
-	c, err := New(Options{Client: fake.NewClientset(), Policy: "probed-probe-reach-x"})
+	c, err := New(Options{Client: fromclientset.New(fake.NewClientset()), Policy: "probed-probe-reach-x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func startChecker(t *testing.T, client *fake.Clientset, clk *clocktesting.FakeCl
 	t.Helper()
 	e := &checkerEnv{t: t, client: client, rec: record.NewFakeRecorder(10), reg: prometheus.NewRegistry()}
 	var err error
-	e.c, err = New(Options{Client: client, Policy: DefaultPolicy, Node: "n1", Recorder: e.rec, Registry: e.reg, Clock: clk,
+	e.c, err = New(Options{Client: fromclientset.New(client), Policy: DefaultPolicy, Node: "n1", Recorder: e.rec, Registry: e.reg, Clock: clk,
 		OnChange: func() { e.changes.Add(1) }})
 	if err != nil {
 		t.Fatal(err)

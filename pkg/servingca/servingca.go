@@ -23,10 +23,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 const (
@@ -76,7 +77,7 @@ func CA(cm *corev1.ConfigMap, pod *corev1.Pod) ([]byte, error) {
 
 // Publisher keeps pod's ConfigMap holding CAPEM.
 type Publisher struct {
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	Pod    Pod
 	CAPEM  []byte
 	Clock  clock.Clock

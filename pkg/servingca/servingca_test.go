@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +46,7 @@ func TestSync(t *testing.T) {
 	ctx := context.Background()
 	c := fake.NewClientset()
 	ca := newCA(t)
-	p := &Publisher{Client: c, Pod: pod, CAPEM: ca}
+	p := &Publisher{Client: fromclientset.New(c), Pod: pod, CAPEM: ca}
 	if err := p.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestRunRetries(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakeClock(time.Now())
-	p := &Publisher{Client: c, Pod: pod, CAPEM: newCA(t), Clock: clk, Resync: time.Hour}
+	p := &Publisher{Client: fromclientset.New(c), Pod: pod, CAPEM: newCA(t), Clock: clk, Resync: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(ctx) }()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
@@ -134,7 +136,7 @@ func newHarness(t *testing.T, opts Options, pods ...*v1.Pod) *harness {
 	h := &harness{t: t, cs: fake.NewClientset(objs...), clock: testingclock.NewFakeClock(t0), reg: prometheus.NewRegistry()}
 	h.cache = &cache{cs: h.cs, frozen: map[types.UID]*v1.Pod{}, gone: map[types.UID]bool{}}
 	h.metrics = NewMetrics(h.reg)
-	opts.Client, opts.Pods, opts.Clock, opts.Metrics = h.cs, h.cache, h.clock, h.metrics
+	opts.Client, opts.Pods, opts.Clock, opts.Metrics = fromclientset.New(h.cs), h.cache, h.clock, h.metrics
 	w, err := NewWriter(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // ReachConditionType is probed's record of what a pod's probes ran, or
@@ -45,7 +45,7 @@ func ReachRecord(pod *v1.Pod) (string, bool) {
 // and retries a failed write with backoff until it succeeds or the pod is
 // forgotten.
 type ReachRecorder struct {
-	client kubernetes.Interface
+	client kubeclient.Interface
 	dryRun bool
 	queue  workqueue.TypedRateLimitingInterface[types.UID]
 
@@ -61,7 +61,7 @@ type reachWrite struct {
 
 // NewReachRecorder returns a recorder writing with client; with dryRun it
 // only logs.
-func NewReachRecorder(client kubernetes.Interface, dryRun bool) *ReachRecorder {
+func NewReachRecorder(client kubeclient.Interface, dryRun bool) *ReachRecorder {
 	return &ReachRecorder{
 		client: client,
 		dryRun: dryRun,
@@ -141,12 +141,11 @@ func (r *ReachRecorder) write(ctx context.Context, w reachWrite) error {
 		klog.V(2).InfoS("Dry run: would record the pod's probe reach", "pod", ref, "record", w.record)
 		return nil
 	}
-	cond := corev1ac.PodCondition().WithType(ReachConditionType).WithStatus(v1.ConditionTrue).
-		WithReason(ReasonReachRecorded).WithMessage(w.record).WithLastTransitionTime(since)
-	pod := corev1ac.Pod(w.key.Name, w.key.Namespace).WithUID(w.key.UID).WithStatus(corev1ac.PodStatus().WithConditions(cond))
+	pod := applyConfiguration(w.key, []v1.PodCondition{{Type: ReachConditionType, Status: v1.ConditionTrue,
+		Reason: ReasonReachRecorded, Message: w.record, LastTransitionTime: since}})
 	reqCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	if _, err := r.client.CoreV1().Pods(w.key.Namespace).ApplyStatus(reqCtx, pod, metav1.ApplyOptions{FieldManager: ReachFieldManager, Force: true}); err != nil {
+	if err := applyStatus(reqCtx, r.client, pod, ReachFieldManager); err != nil {
 		return err
 	}
 	klog.V(2).InfoS("Recorded the pod's probe reach", "pod", ref, "record", w.record)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +34,7 @@ func TestReachRecorder(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	r := NewReachRecorder(client, false)
+	r := NewReachRecorder(fromclientset.New(client), false)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(runCtx) }()
@@ -58,9 +60,9 @@ func TestReachRecorder(t *testing.T) {
 	r.Record(key, "v1,app/livenessProbe=aa", metav1.Time{})
 	waitRecord("v1,app/livenessProbe=aa")
 	// The Writer applies probed's conditions: the record stays.
-	if _, err := client.CoreV1().Pods("ns").ApplyStatus(ctx, applyConfiguration(key, []v1.PodCondition{
+	if err := applyStatus(ctx, fromclientset.New(client), applyConfiguration(key, []v1.PodCondition{
 		{Type: PodReadyCondition, Status: v1.ConditionTrue, Reason: ReasonNoGatingProbes, LastTransitionTime: metav1.Now()},
-	}), metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	}), FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	r.Record(key, "v1,app/livenessProbe=bb", metav1.Time{})

@@ -11,10 +11,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
 // Mode selects what probed writes (contract §2, --status-mode).
@@ -74,7 +75,7 @@ type PodGetter interface {
 // Options configure a Writer. They are validated by NewWriter.
 type Options struct {
 	// Client writes pod status. It may be nil only with DryRun.
-	Client kubernetes.Interface
+	Client kubeclient.Interface
 	// Pods is the informer cache. Required.
 	Pods PodGetter
 	// Mode defaults to ModeConditions.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/kubeclient/fromclientset"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -373,7 +375,7 @@ func TestWriterRestartDoesNotRewrite(t *testing.T) {
 	before := first.writes()
 
 	// A new writer, as after a restart of probed, sees the same pod.
-	second, err := NewWriter(Options{Client: first.cs, Pods: first.cache, Clock: first.clock, Metrics: NewMetrics(nil)})
+	second, err := NewWriter(Options{Client: fromclientset.New(first.cs), Pods: first.cache, Clock: first.clock, Metrics: NewMetrics(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +526,7 @@ func TestRunTwice(t *testing.T) {
 
 func TestNewWriterValidates(t *testing.T) {
 	h := newHarness(t, Options{}, webPod())
-	ok := Options{Client: h.cs, Pods: h.cache}
+	ok := Options{Client: fromclientset.New(h.cs), Pods: h.cache}
 	w, err := NewWriter(ok)
 	if err != nil {
 		t.Fatal(err)

@@ -69,8 +69,7 @@ func (w *Writer) syncConditions(ctx context.Context, e podEntry) syncResult {
 	reqCtx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	start := w.clock.Now()
-	_, err := w.opts.Client.CoreV1().Pods(e.key.Namespace).ApplyStatus(reqCtx, applyConfiguration(e.key, desired),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	err := applyStatus(reqCtx, w.opts.Client, applyConfiguration(e.key, desired), FieldManager)
 	if res, failed := w.classify(ctx, err, start, true); failed {
 		return res
 	}

@@ -188,7 +188,7 @@ func docsWrapper(t *testing.T) string {
 func TestKustomizeWrapperOverrides(t *testing.T) {
 	t.Parallel()
 	doc := docsWrapper(t)
-	for _, want := range []string{"- ../probed/deploy", "namespace: probed-system", "newName: registry.example.com/probed\n", "newTag: 0.1.0", "replacements:"} {
+	for _, want := range []string{"- ../probed/deploy", "namespace: probed-system", "newName: registry.example.com/team/probed\n", "newTag: 0.2.0", "replacements:"} {
 		if !strings.Contains(doc, want) {
 			t.Fatalf("docs/install.md's wrapper lacks %q:\n%s", want, doc)
 		}
@@ -198,8 +198,8 @@ func TestKustomizeWrapperOverrides(t *testing.T) {
 		t.Fatalf("docs/install.md's wrapper sets %d images; want probed's alone:\n%s", n, doc)
 	}
 	original := doc
-	doc = strings.ReplaceAll(doc, "registry.example.com/", overrideRegistry+"/")
-	doc = strings.ReplaceAll(doc, "newTag: 0.1.0", "newTag: "+overrideTag)
+	doc = strings.ReplaceAll(doc, "registry.example.com/team/", overrideRegistry+"/")
+	doc = strings.ReplaceAll(doc, "newTag: 0.2.0", "newTag: "+overrideTag)
 	doc = strings.Replace(doc, "namespace: probed-system", "namespace: "+overrideNS, 1)
 
 	// my-probed beside probed (this checkout), as the docs lay them out.

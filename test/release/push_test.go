@@ -183,7 +183,7 @@ func TestPushInstallPull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapper = strings.Replace(wrapper, "newName: registry.example.com/probed\n", "newName: "+prefix+"/probed\n", 1)
+	wrapper = regexp.MustCompile(`(?m)^  newName: .*$`).ReplaceAllString(wrapper, "  newName: "+prefix+"/probed")
 	wrapper = regexp.MustCompile(`(?m)^  newTag: .*$`).ReplaceAllString(wrapper, "  newTag: "+releaseTag)
 	work := t.TempDir()
 	if err := os.Symlink(root, filepath.Join(work, "probed")); err != nil {

@@ -49,7 +49,8 @@ func TestCommandStdinAndCheck(t *testing.T) {
 	}
 	code, _, errs = runCommand(t, readTestdata(t, "left-alone.in.yaml"))
 	if code != ExitOK || !strings.Contains(errs, `Deployment keep (spec.template): skipped: opted out (probed.io/inject: "false")`) ||
-		!strings.Contains(errs, "document 3 (line 43), Deployment custom: skipped: no pod template") ||
+		!strings.Contains(errs, "document 4 (line 63), Deployment custom: skipped: no pod template") ||
+		!strings.Contains(errs, "Deployment probed-system/probed-webhook (spec.template): skipped: probed's own pods") ||
 		strings.Contains(errs, "nothing to do") {
 		t.Errorf("without -v: exit %d, stderr %q", code, errs)
 	}
@@ -113,7 +114,7 @@ func TestCommandFiles(t *testing.T) {
 
 	stB, _ := os.Stat(b)
 	code, out, errs = runCommand(t, "", "-w", a, b)
-	if code != ExitOK || out != "" || strings.Count(errs, "skipped: ") != 3 {
+	if code != ExitOK || out != "" || strings.Count(errs, "skipped: ") != 4 {
 		t.Errorf("-w: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	if got, _ := os.ReadFile(a); string(got) != readTestdata(t, "crlf.out.yaml") {

@@ -11,7 +11,7 @@ import (
 
 // NameLabel is the label probed's own pods carry (the DaemonSet's and the
 // webhook's): app.kubernetes.io/name.
-const NameLabel = "app.kubernetes.io/name"
+const NameLabel = probespec.OwnNameLabel
 
 // Scope is what the webhook must never adopt, whatever the webhook
 // configurations send it. The configurations' selectors choose the pods
@@ -27,7 +27,7 @@ type Scope struct {
 }
 
 // DefaultOwnNames returns the NameLabel values of deploy/'s DaemonSet and webhook.
-func DefaultOwnNames() []string { return []string{"probed", "probed-webhook"} }
+func DefaultOwnNames() []string { return probespec.OwnNames() }
 
 // skip returns why a pod in namespace ns with meta must not be adopted, or "".
 func (s Scope) skip(ns string, meta *metav1.ObjectMeta) string {

@@ -30,7 +30,7 @@ var goldenCases = map[string]struct {
 	"kinds":                {changed: []string{"Pod pod", "StatefulSet db", "DaemonSet agent", "ReplicaSet rs", "Job once", "CronJob nightly", "ReplicationController legacy", "PodTemplate tmpl"}},
 	"list":                 {changed: []string{"List item 1: Deployment one/a", "List item 3: Pod two/b"}, skipped: []string{"List item 2: ConfigMap untouched"}},
 	"sidecar-and-existing": {changed: []string{"Pod mesh", "Pod done-by-hand"}},
-	"left-alone":           {skipped: []string{"Deployment keep", "DaemonSet probed-system/probed", "Deployment custom"}},
+	"left-alone":           {skipped: []string{"Deployment keep", "DaemonSet probed-system/probed", "Deployment probed-system/probed-webhook", "Deployment custom"}},
 	"workloads":            {changed: []string{"CloneSet shop/web", "StatefulSet db", "Rollout api"}, skipped: []string{"Rollout by-ref"}},
 	"empty-values":         {changed: []string{"Deployment empties", "Deployment nulls"}},
 	"indented":             {changed: []string{"Deployment four-spaces"}},

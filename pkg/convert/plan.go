@@ -14,13 +14,6 @@ import (
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
-// ownLabel marks probed's own pods (deploy/daemonset.yaml): probed never
-// probes itself, so their probes stay with the kubelet.
-const (
-	ownLabel      = "app.kubernetes.io/name"
-	ownLabelValue = "probed"
-)
-
 // probeFields are the probe fields Adopt moves, in the order edits are made.
 var probeFields = []string{"livenessProbe", "readinessProbe", "startupProbe"}
 
@@ -74,8 +67,9 @@ func planTemplate(t template, o Options) (*change, error) {
 	case probespec.OptedOut(&before.ObjectMeta):
 		c.skipped = fmt.Sprintf("opted out (%s: \"false\")", probespec.InjectAnnotation)
 		return c, nil
-	case before.Labels[ownLabel] == ownLabelValue:
-		c.skipped = fmt.Sprintf("probed's own pods (%s: %s) keep their probes", ownLabel, ownLabelValue)
+	case probespec.IsOwn(&before.ObjectMeta):
+		// As the webhook: probed never probes itself, nor gates its webhook on itself.
+		c.skipped = fmt.Sprintf("probed's own pods (%s: %s) keep their probes", probespec.OwnNameLabel, before.Labels[probespec.OwnNameLabel])
 		return c, nil
 	case noSpec(lookup(t.node, "spec")):
 		c.skipped = "no spec"

@@ -47,6 +47,20 @@ type Adoption struct {
 // Changed reports whether Adopt changed anything.
 func (a Adoption) Changed() bool { return len(a.Moved) > 0 || len(a.Kept) > 0 || a.GateAdded }
 
+// OwnNameLabel is the label probed's own pods carry: deploy/'s DaemonSet
+// and webhook, the chart's too.
+const OwnNameLabel = "app.kubernetes.io/name"
+
+// OwnNames returns the OwnNameLabel values of probed's own pods. Their
+// probes stay with the kubelet: probed does not probe itself, and its
+// webhook must not wait for probed to become Ready.
+func OwnNames() []string { return []string{"probed", "probed-webhook"} }
+
+// IsOwn reports whether a pod (template) is one of probed's own.
+func IsOwn(meta *metav1.ObjectMeta) bool {
+	return slices.Contains(OwnNames(), meta.Labels[OwnNameLabel])
+}
+
 // OptedOut reports whether a pod (template) opts out of adoption.
 func OptedOut(meta *metav1.ObjectMeta) bool {
 	return strings.EqualFold(meta.Annotations[InjectAnnotation], "false")

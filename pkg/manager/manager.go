@@ -17,6 +17,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/kill"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -31,11 +32,14 @@ type StatusSink interface {
 
 // Options configures a Manager. Informer, Prober and Status are required.
 type Options struct {
-	// Informer watches this node's pods. The Manager adds a UID index and its
-	// event handlers; it must not have started yet.
+	// Informer watches this node's pods. The Manager adds its event
+	// handlers; it must not have started yet.
 	Informer cache.SharedIndexInformer
-	Source   probespec.ProbeSource
-	Prober   worker.Prober
+	// Pods looks the informer's pods up by UID; nil adds the index to
+	// Informer (podinformer.NewByUID). The workers read pods through it.
+	Pods   *podinformer.ByUID
+	Source probespec.ProbeSource
+	Prober worker.Prober
 	// Killer acts on liveness and startup failures (package kill's chain);
 	// nil takes no action (dry run).
 	Killer kill.Killer
@@ -47,7 +51,7 @@ type Options struct {
 	// (cri.Limited over cri.Verified): the only pod IPs the host policy
 	// takes as the pod's own. Nil where no runtime can say
 	// (--runtime-type=none): then none are, unless TrustPodStatusIPs.
-	SandboxIPs SandboxIPSource
+	SandboxIPs worker.SandboxIPSource
 	// TrustPodStatusIPs takes status.podIPs as the pod's own IPs without
 	// asking the runtime (--trust-pod-status-ips): for test setups whose
 	// pods have no sandbox. Whoever may write pods/status then chooses
@@ -55,7 +59,7 @@ type Options struct {
 	TrustPodStatusIPs bool
 	// Liveness, if set, hears liveness successes and pods leaving (the
 	// restart guard's workload tracker).
-	Liveness LivenessTracker
+	Liveness worker.LivenessTracker
 	// Recorder emits events; nil emits none (dry run).
 	Recorder worker.Recorder
 	Status   StatusSink
@@ -100,7 +104,9 @@ type Options struct {
 // pods appear, restarts only the workers whose probe changed when the
 // annotation is edited, and stops them when pods go.
 type Manager struct {
-	opts    Options
+	opts Options
+	// ownIPs is shared by every worker and sync's host policy checks.
+	ownIPs  *worker.OwnIPs
 	indexer cache.Indexer
 	queue   workqueue.TypedRateLimitingInterface[string]
 
@@ -119,8 +125,6 @@ type Manager struct {
 	// not, by namespace/name (holdReach).
 	held map[string]*heldReach
 }
-
-const uidIndex = "uid"
 
 type probeKey struct {
 	container string
@@ -171,17 +175,16 @@ func New(o Options) (*Manager, error) {
 	if o.Seeds == nil {
 		o.Seeds = status.Seeds
 	}
-	err := o.Informer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*v1.Pod); ok {
-			return []string{string(p.UID)}, nil
+	if o.Pods == nil {
+		pods, err := podinformer.NewByUID(o.Informer)
+		if err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
 		}
-		return nil, nil
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("manager: adding the pod UID index: %w", err)
+		o.Pods = pods
 	}
 	m := &Manager{
 		opts:    o,
+		ownIPs:  &worker.OwnIPs{Guard: o.HostGuard, Sandbox: o.SandboxIPs, TrustStatus: o.TrustPodStatusIPs},
 		indexer: o.Informer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -195,7 +198,7 @@ func New(o Options) (*Manager, error) {
 		byKey:     map[string]map[types.UID]struct{}{},
 		held:      map[string]*heldReach{},
 	}
-	_, err = o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.enqueue,
 		UpdateFunc: func(_, obj any) { m.enqueue(obj) },
 		DeleteFunc: m.enqueue,
@@ -213,16 +216,6 @@ func (m *Manager) enqueue(obj any) {
 		return
 	}
 	m.queue.Add(key)
-}
-
-// Pod returns the latest cached pod with this UID; workers read it on every probe.
-func (m *Manager) Pod(uid types.UID) (*v1.Pod, bool) {
-	objs, err := m.indexer.ByIndex(uidIndex, string(uid))
-	if err != nil || len(objs) == 0 {
-		return nil, false
-	}
-	p, ok := objs[0].(*v1.Pod)
-	return p, ok
 }
 
 // Run syncs pods until ctx is done, then stops every worker and waits for

@@ -46,7 +46,7 @@ func (m *Manager) updatePods(updates []results.Update) {
 // triggerReadiness runs a container's readiness probe at once when its startup
 // probe succeeds, as the kubelet does, so readiness does not wait a whole period.
 func (m *Manager) triggerReadiness(u results.Update) {
-	pod, ok := m.Pod(u.PodUID)
+	pod, ok := m.opts.Pods.Pod(u.PodUID)
 	if !ok {
 		return
 	}
@@ -76,7 +76,7 @@ func (m *Manager) updateStatus(uid types.UID) {
 	// is always the one the writer keeps.
 	m.statusMu.Lock()
 	defer m.statusMu.Unlock()
-	pod, ok := m.Pod(uid)
+	pod, ok := m.opts.Pods.Pod(uid)
 	if !ok {
 		return
 	}

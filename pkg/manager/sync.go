@@ -52,7 +52,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	declared, problems, unapproved := m.checkReach(pod, all, problems)
 	declared, problems, held := m.holdReach(key, pod, all, declared, problems)
 	unapproved += held
-	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.syncIPs(pod), declared, problems)
+	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.ownIPs.SyncIPs(pod), declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
 	if e == nil {
@@ -225,8 +225,10 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Container:     &d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,
-		Prober:        workerProber{m: m, uid: uid, pod: klog.KObj(pod), hostNetwork: pod.Spec.HostNetwork, container: d.Container.Name},
-		Pods:          m,
+		Prober:        m.opts.Prober,
+		Pods:          m.opts.Pods,
+		OwnIPs:        m.ownIPs,
+		Liveness:      m.opts.Liveness,
 		Results:       m.resultsFor(d.Type),
 		Recorder:      m.opts.Recorder,
 		Killer:        m.opts.Killer,

@@ -132,7 +132,10 @@ type probeKey struct {
 }
 
 type podEntry struct {
-	key     status.PodKey
+	key status.PodKey
+	// started is the pod's "started" rule, which its workers read; it is
+	// told of every change to the startup probes (publishStartedLocked).
+	started *worker.PodStarted
 	workers map[probeKey]*worker.Worker
 	specs   map[probeKey]probespec.DeclaredProbe
 	// ungated: the pod's readiness or startup probes lack the probed.io/ready

@@ -67,7 +67,8 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 			ended:   map[probeKey]probespec.DeclaredProbe{},
 			// Read once, when probed first sees the pod: the results it had
 			// before a restart of probed.
-			seeds: m.opts.Seeds(pod),
+			seeds:   m.opts.Seeds(pod),
+			started: worker.NewPodStarted(m.startup, m.opts.Source == probespec.ProbeSourceAnnotation),
 		}
 		m.pods[pod.UID] = e
 		if m.byKey[key] == nil {
@@ -110,8 +111,10 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 		cs *v1.ContainerStatus
 	}
 	var cands []candidate
+	var started *worker.PodStarted
 	m.mu.Lock()
 	if e := m.pods[pod.UID]; e != nil {
+		started = e.started
 		for _, cs := range allStatuses(pod) {
 			if cs.State.Running == nil || cs.ContainerID == "" {
 				continue
@@ -126,7 +129,7 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success && !v.Seeded {
 			continue
 		}
-		if !m.started(pod, c.cs) {
+		if !started.Started(pod, c.cs) {
 			continue
 		}
 		c.w.Trigger()
@@ -201,6 +204,30 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			delete(e.endedOn, k)
 		}
 	}
+	publishStartedLocked(e)
+}
+
+// publishStartedLocked tells the pod's started rule, which its workers
+// read, what the manager now knows of the pod's startup probes.
+func publishStartedLocked(e *podEntry) {
+	probes := map[string]worker.StartupProbe{}
+	note := func(k probeKey, f func(*worker.StartupProbe)) {
+		if k.probeType == probespec.Startup {
+			p := probes[k.container]
+			f(&p)
+			probes[k.container] = p
+		}
+	}
+	for k := range e.workers {
+		note(k, func(p *worker.StartupProbe) { p.Live = true })
+	}
+	for k := range e.invalid {
+		note(k, func(p *worker.StartupProbe) { p.Invalid = true })
+	}
+	for k := range e.ended {
+		note(k, func(p *worker.StartupProbe) { p.Ended = true })
+	}
+	e.started.Set(probes)
 }
 
 // runsAgain reports whether the named container of a pod that is not
@@ -232,7 +259,7 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Results:       m.resultsFor(d.Type),
 		Recorder:      m.opts.Recorder,
 		Killer:        m.opts.Killer,
-		Started:       m.started,
+		Started:       e.started.Started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
 		DaemonStart:   m.opts.DaemonStart,
@@ -247,6 +274,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 	})
 	e.workers[k] = w
 	e.specs[k] = d
+	// Before it runs: the pod's other workers must see it gate them.
+	publishStartedLocked(e)
 	go func() {
 		if after != nil {
 			select {
@@ -373,6 +402,7 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 			e.endedOn[k] = w.Snapshot().ContainerID
 		}
 		delete(e.specs, k)
+		publishStartedLocked(e)
 	}
 	m.mu.Unlock()
 	if ctx.Err() != nil {
@@ -393,6 +423,7 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	for _, w := range e.workers {
 		w.Stop()
 	}
+	e.started.Forget()
 	delete(m.pods, uid)
 	if e.ungated {
 		m.countUngatedLocked()
@@ -411,37 +442,6 @@ func (m *Manager) removePodLocked(uid types.UID) {
 		m.opts.Liveness.ForgetPod(uid)
 	}
 	klog.V(2).InfoS("Stopped probing pod", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", uid)
-}
-
-// started is probed's own "started" (contract §2), by the kubelet's rule
-// (UpdatePodStatus): a running container whose startup result for this
-// instance is Success; without a result, started unless a startup worker
-// exists. So a container with no probed startup probe is started once it
-// runs, and so is one whose startup worker ended (the pod is being deleted).
-// Where the kubelet runs the container's startup probe (it stayed in the
-// pod spec), started is the kubelet's containerStatuses[].started.
-func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
-	if cs == nil || cs.State.Running == nil {
-		return false
-	}
-	if v, ok := m.startup.Get(cs.ContainerID); ok {
-		return v.Result == results.Success
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.pods[pod.UID]
-	if e == nil {
-		return true
-	}
-	k := probeKey{cs.Name, probespec.Startup}
-	_, exists := e.workers[k]
-	// An invalid startup probe still gates: the user asked for one.
-	_, invalid := e.invalid[k]
-	_, ended := e.ended[k]
-	if !exists && !invalid && !ended && m.kubeletRunsStartup(pod, cs.Name) {
-		return cs.Started != nil && *cs.Started
-	}
-	return !exists && !invalid
 }
 
 // gcLoop sweeps workers of pods that left the cache without a delete event

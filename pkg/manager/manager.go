@@ -25,10 +25,7 @@ import (
 )
 
 // StatusSink receives each pod's desired probe status. pkg/status's Writer is one.
-type StatusSink interface {
-	Set(key status.PodKey, desired status.PodState)
-	Forget(uid types.UID)
-}
+type StatusSink = status.Sink
 
 // Options configures a Manager. Informer, Prober and Status are required.
 type Options struct {
@@ -112,8 +109,10 @@ type Manager struct {
 
 	liveness, readiness, startup results.Manager
 
-	// statusMu serializes updateStatus; it is taken before mu, never after.
-	statusMu sync.Mutex
+	// feed derives each pod's status from the results caches and the
+	// probe sets pushed to it (pushProbesLocked); results reach the
+	// writer through it, not through the manager.
+	feed *status.Feed
 
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
@@ -201,6 +200,11 @@ func New(o Options) (*Manager, error) {
 		byKey:     map[string]map[types.UID]struct{}{},
 		held:      map[string]*heldReach{},
 	}
+	m.feed = status.NewFeed(status.FeedOptions{
+		Pods: o.Pods, Readiness: m.readiness, Startup: m.startup, Sink: o.Status,
+		// Not on the readiness path: a startup success runs the readiness probe at once.
+		OnStartupSuccess: m.triggerReadiness,
+	})
 	_, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.enqueue,
 		UpdateFunc: func(_, obj any) { m.enqueue(obj) },
@@ -241,7 +245,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); m.watchResults(ctx) }()
+	go func() { defer wg.Done(); m.feed.Run(ctx) }()
 	go func() { defer wg.Done(); m.gcLoop(ctx) }()
 	for m.processNext(ctx) {
 	}

@@ -83,6 +83,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	m.countUngatedLocked()
 	parity := m.checkParityLocked(pod, e, declared)
 	m.countParityLocked()
+	m.pushProbesLocked(e)
 	m.mu.Unlock()
 
 	if newProblems {
@@ -92,7 +93,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		m.reportMissingGate(pod, gating)
 	}
 	m.reportParity(pod, parity)
-	m.updateStatus(pod.UID)
+	m.feed.Update(pod.UID)
 	m.triggerNotReady(pod)
 	return nil
 }
@@ -374,16 +375,11 @@ func seedFor(s status.Seed, t probespec.ProbeType) func(string) (results.Result,
 	case probespec.Startup:
 		v = s.Started
 	}
-	if v == nil || !*v || s.ContainerID == "" {
+	if !status.Seeded(s.ContainerID, v) {
 		return nil
 	}
 	id := s.ContainerID
-	return func(containerID string) (results.Result, bool) {
-		if containerID != id {
-			return results.Unknown, false
-		}
-		return results.Success, true
-	}
+	return func(containerID string) (results.Result, bool) { return status.SeedResult(id, containerID) }
 }
 
 // workerExited drops a worker that ended on its own (pod finished, container
@@ -403,6 +399,7 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 		}
 		delete(e.specs, k)
 		publishStartedLocked(e)
+		m.pushProbesLocked(e)
 	}
 	m.mu.Unlock()
 	if ctx.Err() != nil {
@@ -411,7 +408,7 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 		// turn probed.io/ready True (NoGatingProbes) on the way out.
 		return
 	}
-	m.updateStatus(uid)
+	m.feed.Update(uid)
 }
 
 // removePodLocked stops a pod's workers and forgets its status.
@@ -437,7 +434,7 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	if len(m.byKey[key]) == 0 {
 		delete(m.byKey, key)
 	}
-	m.opts.Status.Forget(uid)
+	m.feed.Forget(uid)
 	if m.opts.Liveness != nil {
 		m.opts.Liveness.ForgetPod(uid)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -75,6 +74,11 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	// The manager, its workers and the status writer look pods up here.
+	pods, err := podinformer.NewByUID(podInformer)
+	if err != nil {
+		return err
+	}
 
 	hostGuard := hostpolicy.NewGuard(o.ProbeHostPolicy, hostpolicy.GuardOptions{
 		NodeAddrs: nodeinfo.Addresses(client, o.NodeName),
@@ -121,16 +125,15 @@ func run(ctx context.Context, o *options) error {
 			}
 		}
 	}
-	var liveness manager.LivenessTracker
+	var liveness worker.LivenessTracker
 	if workloads != nil {
 		liveness = workloads
 	}
 
-	// The status writer and the manager read pods from the same cache.
 	var mgr *manager.Manager
 	writer, err := status.NewWriter(status.Options{
 		Client:  client,
-		Pods:    podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) }),
+		Pods:    pods,
 		Mode:    o.StatusMode,
 		DryRun:  o.DryRun,
 		Resync:  o.StatusResync,
@@ -157,7 +160,7 @@ func run(ctx context.Context, o *options) error {
 
 	// The host policy allows the IPs the runtime gave a pod's sandbox as
 	// the pod's own; status.podIPs only with --trust-pod-status-ips.
-	var sandboxIPs manager.SandboxIPSource
+	var sandboxIPs worker.SandboxIPSource
 	if o.RuntimeType != cri.TypeNone {
 		sandboxIPs = runtime
 	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != hostpolicy.Kubelet {
@@ -165,6 +168,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	mgr, err = manager.New(manager.Options{
 		Informer:  podInformer,
+		Pods:      pods,
 		Source:    o.ProbeSource,
 		Prober:    prober.New(runtime, prober.Options{UserAgent: userAgent, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
 		Killer:    killer,
@@ -231,7 +235,7 @@ func run(ctx context.Context, o *options) error {
 	// otherwise (the metrics stay 0 elsewhere).
 	if o.DryRun && o.ProbeSource == probespec.ProbeSourceSpec {
 		comparer := shadow.New(shadow.Options{Desired: writer, Metrics: metrics.shadow,
-			Pods: podGetterFunc(func(uid types.UID) (*v1.Pod, bool) { return mgr.Pod(uid) })})
+			Pods: pods})
 		wg.Add(1)
 		go func() { defer wg.Done(); comparer.Run(mgrCtx) }()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/kill"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/results"
 	"github.com/probed-dev/probed/pkg/status"
@@ -24,18 +25,18 @@ import (
 )
 
 // StatusSink receives each pod's desired probe status. pkg/status's Writer is one.
-type StatusSink interface {
-	Set(key status.PodKey, desired status.PodState)
-	Forget(uid types.UID)
-}
+type StatusSink = status.Sink
 
 // Options configures a Manager. Informer, Prober and Status are required.
 type Options struct {
-	// Informer watches this node's pods. The Manager adds a UID index and its
-	// event handlers; it must not have started yet.
+	// Informer watches this node's pods. The Manager adds its event
+	// handlers; it must not have started yet.
 	Informer cache.SharedIndexInformer
-	Source   probespec.ProbeSource
-	Prober   worker.Prober
+	// Pods looks the informer's pods up by UID; nil adds the index to
+	// Informer (podinformer.NewByUID). The workers read pods through it.
+	Pods   *podinformer.ByUID
+	Source probespec.ProbeSource
+	Prober worker.Prober
 	// Killer acts on liveness and startup failures (package kill's chain);
 	// nil takes no action (dry run).
 	Killer kill.Killer
@@ -47,7 +48,7 @@ type Options struct {
 	// (cri.Limited over cri.Verified): the only pod IPs the host policy
 	// takes as the pod's own. Nil where no runtime can say
 	// (--runtime-type=none): then none are, unless TrustPodStatusIPs.
-	SandboxIPs SandboxIPSource
+	SandboxIPs worker.SandboxIPSource
 	// TrustPodStatusIPs takes status.podIPs as the pod's own IPs without
 	// asking the runtime (--trust-pod-status-ips): for test setups whose
 	// pods have no sandbox. Whoever may write pods/status then chooses
@@ -55,7 +56,7 @@ type Options struct {
 	TrustPodStatusIPs bool
 	// Liveness, if set, hears liveness successes and pods leaving (the
 	// restart guard's workload tracker).
-	Liveness LivenessTracker
+	Liveness worker.LivenessTracker
 	// Recorder emits events; nil emits none (dry run).
 	Recorder worker.Recorder
 	Status   StatusSink
@@ -100,14 +101,18 @@ type Options struct {
 // pods appear, restarts only the workers whose probe changed when the
 // annotation is edited, and stops them when pods go.
 type Manager struct {
-	opts    Options
+	opts Options
+	// ownIPs is shared by every worker and sync's host policy checks.
+	ownIPs  *worker.OwnIPs
 	indexer cache.Indexer
 	queue   workqueue.TypedRateLimitingInterface[string]
 
 	liveness, readiness, startup results.Manager
 
-	// statusMu serializes updateStatus; it is taken before mu, never after.
-	statusMu sync.Mutex
+	// feed derives each pod's status from the results caches and the
+	// probe sets pushed to it (pushProbesLocked); results reach the
+	// writer through it, not through the manager.
+	feed *status.Feed
 
 	mu   sync.Mutex
 	pods map[types.UID]*podEntry
@@ -120,15 +125,16 @@ type Manager struct {
 	held map[string]*heldReach
 }
 
-const uidIndex = "uid"
-
 type probeKey struct {
 	container string
 	probeType probespec.ProbeType
 }
 
 type podEntry struct {
-	key     status.PodKey
+	key status.PodKey
+	// started is the pod's "started" rule, which its workers read; it is
+	// told of every change to the startup probes (publishStartedLocked).
+	started *worker.PodStarted
 	workers map[probeKey]*worker.Worker
 	specs   map[probeKey]probespec.DeclaredProbe
 	// ungated: the pod's readiness or startup probes lack the probed.io/ready
@@ -171,17 +177,16 @@ func New(o Options) (*Manager, error) {
 	if o.Seeds == nil {
 		o.Seeds = status.Seeds
 	}
-	err := o.Informer.AddIndexers(cache.Indexers{uidIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*v1.Pod); ok {
-			return []string{string(p.UID)}, nil
+	if o.Pods == nil {
+		pods, err := podinformer.NewByUID(o.Informer)
+		if err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
 		}
-		return nil, nil
-	}})
-	if err != nil {
-		return nil, fmt.Errorf("manager: adding the pod UID index: %w", err)
+		o.Pods = pods
 	}
 	m := &Manager{
 		opts:    o,
+		ownIPs:  &worker.OwnIPs{Guard: o.HostGuard, Sandbox: o.SandboxIPs, TrustStatus: o.TrustPodStatusIPs},
 		indexer: o.Informer.GetIndexer(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -195,7 +200,12 @@ func New(o Options) (*Manager, error) {
 		byKey:     map[string]map[types.UID]struct{}{},
 		held:      map[string]*heldReach{},
 	}
-	_, err = o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	m.feed = status.NewFeed(status.FeedOptions{
+		Pods: o.Pods, Readiness: m.readiness, Startup: m.startup, Sink: o.Status,
+		// Not on the readiness path: a startup success runs the readiness probe at once.
+		OnStartupSuccess: m.triggerReadiness,
+	})
+	_, err := o.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.enqueue,
 		UpdateFunc: func(_, obj any) { m.enqueue(obj) },
 		DeleteFunc: m.enqueue,
@@ -213,16 +223,6 @@ func (m *Manager) enqueue(obj any) {
 		return
 	}
 	m.queue.Add(key)
-}
-
-// Pod returns the latest cached pod with this UID; workers read it on every probe.
-func (m *Manager) Pod(uid types.UID) (*v1.Pod, bool) {
-	objs, err := m.indexer.ByIndex(uidIndex, string(uid))
-	if err != nil || len(objs) == 0 {
-		return nil, false
-	}
-	p, ok := objs[0].(*v1.Pod)
-	return p, ok
 }
 
 // Run syncs pods until ctx is done, then stops every worker and waits for
@@ -245,7 +245,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); m.watchResults(ctx) }()
+	go func() { defer wg.Done(); m.feed.Run(ctx) }()
 	go func() { defer wg.Done(); m.gcLoop(ctx) }()
 	for m.processNext(ctx) {
 	}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/probespec"
-	"github.com/probed-dev/probed/pkg/restartpolicy"
 )
 
 // Probes an annotation may declare that probed runs, but not as the kubelet
@@ -111,17 +110,4 @@ func newParityGauge() *prometheus.GaugeVec {
 		Help: "Pods on the node whose probed.io/probes annotation declares a probe probed runs unlike the kubelet, by reason: " +
 			"sidecar_startup_probe (a sidecar's startup probe the kubelet's start-up order does not wait for).",
 	}, []string{"reason"})
-}
-
-// kubeletRunsStartup reports whether the kubelet runs a startup probe for
-// the named container: the pod spec declares one and probed takes its
-// probes from the annotation alone. probed's liveness and readiness probes
-// of that container then wait for the kubelet's started, as the kubelet's
-// own would (a probe adoption left with the kubelet, e.g. a sidecar's).
-func (m *Manager) kubeletRunsStartup(pod *v1.Pod, name string) bool {
-	if m.opts.Source != probespec.ProbeSourceAnnotation {
-		return false
-	}
-	c := restartpolicy.Container(&pod.Spec, name)
-	return c.StartupProbe != nil
 }

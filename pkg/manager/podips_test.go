@@ -9,12 +9,11 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/prober"
-	"github.com/probed-dev/probed/pkg/probespec"
+	"github.com/probed-dev/probed/pkg/worker"
 )
 
 // fakeSandboxIPs is the runtime's answer per container ID.
@@ -105,7 +104,7 @@ func TestSpoofedStatusIPsAreNotThePods(t *testing.T) {
 // Where no runtime can say (--runtime-type=none), or it cannot answer for
 // the container, no status IP is the pod's own.
 func TestNoRuntimeNoOwnIPs(t *testing.T) {
-	for name, rt := range map[string]SandboxIPSource{"no runtime": nil, "unknown container": &fakeSandboxIPs{}} {
+	for name, rt := range map[string]worker.SandboxIPSource{"no runtime": nil, "unknown container": &fakeSandboxIPs{}} {
 		t.Run(name, func(t *testing.T) {
 			guard := testGuard(hostpolicy.DenyNodeLocal)
 			pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": tcp1}}), "app")
@@ -181,11 +180,11 @@ func TestTrustPodStatusIPs(t *testing.T) {
 	}
 }
 
-// The worker fills Target.PodIPs from the pod it probes, and workerProber
-// verifies those against the runtime without reading the pod again: a
-// pod the cache no longer holds (deleted while its probe ran) is judged by
+// The worker fills Target.PodIPs from the pod it probes, and the manager's
+// OwnIPs verifies those against the runtime without reading the pod again:
+// a pod the cache no longer holds (deleted while its probe ran) is judged by
 // the same rule, never by status IPs taken as written.
-func TestWorkerProberVerifiesTheWorkersIPs(t *testing.T) {
+func TestOwnIPsVerifiesTheWorkersIPs(t *testing.T) {
 	rt := &fakeSandboxIPs{ips: map[string][]string{"containerd://u1-app": {"10.1.0.5"}}}
 	tp := &targetProber{}
 	e := newEnvWith(t, func(o *Options) { o.Prober, o.HostGuard, o.SandboxIPs = tp, testGuard(hostpolicy.DenyNodeLocal), rt })
@@ -198,18 +197,12 @@ func TestWorkerProberVerifiesTheWorkersIPs(t *testing.T) {
 		{"hostNetwork", true, []string{"10.9.9.9"}}, // the node's own address, testGuard's
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := workerProber{m: e.mgr, uid: "u1", pod: klog.KRef("ns", "p"), hostNetwork: tc.hostNetwork, container: "app"}
+			pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: tc.hostNetwork}}
+			pod.Namespace, pod.Name, pod.UID = "ns", "p", "u1"
 			statusIPs := append(slices.Clone(spoofed), "10.9.9.9")
-			if _, _, err := p.Probe(context.Background(), probespec.Readiness, &v1.Probe{}, prober.Target{
-				PodIP: spoofed[0], PodIPs: statusIPs, ContainerID: "containerd://u1-app",
-			}, nil); err != nil {
-				t.Fatal(err)
-			}
-			tp.mu.Lock()
-			got := tp.targets[len(tp.targets)-1]
-			tp.mu.Unlock()
-			if !slices.Equal(got.PodIPs, tc.want) || !got.PodIPsVerified {
-				t.Errorf("target PodIPs %v, verified %v; want %v, verified", got.PodIPs, got.PodIPsVerified, tc.want)
+			got := e.mgr.ownIPs.Narrow(context.Background(), pod, statusIPs, "containerd://u1-app")
+			if !slices.Equal(got, tc.want) || e.mgr.ownIPs.TrustStatus {
+				t.Errorf("PodIPs %v, verified %v; want %v, verified", got, !e.mgr.ownIPs.TrustStatus, tc.want)
 			}
 		})
 	}

@@ -52,7 +52,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	declared, problems, unapproved := m.checkReach(pod, all, problems)
 	declared, problems, held := m.holdReach(key, pod, all, declared, problems)
 	unapproved += held
-	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.syncIPs(pod), declared, problems)
+	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.ownIPs.SyncIPs(pod), declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
 	if e == nil {
@@ -67,7 +67,8 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 			ended:   map[probeKey]probespec.DeclaredProbe{},
 			// Read once, when probed first sees the pod: the results it had
 			// before a restart of probed.
-			seeds: m.opts.Seeds(pod),
+			seeds:   m.opts.Seeds(pod),
+			started: worker.NewPodStarted(m.startup, m.opts.Source == probespec.ProbeSourceAnnotation),
 		}
 		m.pods[pod.UID] = e
 		if m.byKey[key] == nil {
@@ -82,6 +83,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	m.countUngatedLocked()
 	parity := m.checkParityLocked(pod, e, declared)
 	m.countParityLocked()
+	m.pushProbesLocked(e)
 	m.mu.Unlock()
 
 	if newProblems {
@@ -91,7 +93,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 		m.reportMissingGate(pod, gating)
 	}
 	m.reportParity(pod, parity)
-	m.updateStatus(pod.UID)
+	m.feed.Update(pod.UID)
 	m.triggerNotReady(pod)
 	return nil
 }
@@ -110,8 +112,10 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 		cs *v1.ContainerStatus
 	}
 	var cands []candidate
+	var started *worker.PodStarted
 	m.mu.Lock()
 	if e := m.pods[pod.UID]; e != nil {
+		started = e.started
 		for _, cs := range allStatuses(pod) {
 			if cs.State.Running == nil || cs.ContainerID == "" {
 				continue
@@ -126,7 +130,7 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 		if v, ok := m.readiness.Get(c.cs.ContainerID); ok && v.Result == results.Success && !v.Seeded {
 			continue
 		}
-		if !m.started(pod, c.cs) {
+		if !started.Started(pod, c.cs) {
 			continue
 		}
 		c.w.Trigger()
@@ -201,6 +205,30 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			delete(e.endedOn, k)
 		}
 	}
+	publishStartedLocked(e)
+}
+
+// publishStartedLocked tells the pod's started rule, which its workers
+// read, what the manager now knows of the pod's startup probes.
+func publishStartedLocked(e *podEntry) {
+	probes := map[string]worker.StartupProbe{}
+	note := func(k probeKey, f func(*worker.StartupProbe)) {
+		if k.probeType == probespec.Startup {
+			p := probes[k.container]
+			f(&p)
+			probes[k.container] = p
+		}
+	}
+	for k := range e.workers {
+		note(k, func(p *worker.StartupProbe) { p.Live = true })
+	}
+	for k := range e.invalid {
+		note(k, func(p *worker.StartupProbe) { p.Invalid = true })
+	}
+	for k := range e.ended {
+		note(k, func(p *worker.StartupProbe) { p.Ended = true })
+	}
+	e.started.Set(probes)
 }
 
 // runsAgain reports whether the named container of a pod that is not
@@ -225,12 +253,14 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 		Container:     &d.Container,
 		ProbeType:     d.Type,
 		Spec:          d.Probe,
-		Prober:        workerProber{m: m, uid: uid, pod: klog.KObj(pod), hostNetwork: pod.Spec.HostNetwork, container: d.Container.Name},
-		Pods:          m,
+		Prober:        m.opts.Prober,
+		Pods:          m.opts.Pods,
+		OwnIPs:        m.ownIPs,
+		Liveness:      m.opts.Liveness,
 		Results:       m.resultsFor(d.Type),
 		Recorder:      m.opts.Recorder,
 		Killer:        m.opts.Killer,
-		Started:       m.started,
+		Started:       e.started.Started,
 		InitialResult: seedFor(e.seeds[d.Container.Name], d.Type),
 		Clock:         m.opts.Clock,
 		DaemonStart:   m.opts.DaemonStart,
@@ -245,6 +275,8 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 	})
 	e.workers[k] = w
 	e.specs[k] = d
+	// Before it runs: the pod's other workers must see it gate them.
+	publishStartedLocked(e)
 	go func() {
 		if after != nil {
 			select {
@@ -343,16 +375,11 @@ func seedFor(s status.Seed, t probespec.ProbeType) func(string) (results.Result,
 	case probespec.Startup:
 		v = s.Started
 	}
-	if v == nil || !*v || s.ContainerID == "" {
+	if !status.Seeded(s.ContainerID, v) {
 		return nil
 	}
 	id := s.ContainerID
-	return func(containerID string) (results.Result, bool) {
-		if containerID != id {
-			return results.Unknown, false
-		}
-		return results.Success, true
-	}
+	return func(containerID string) (results.Result, bool) { return status.SeedResult(id, containerID) }
 }
 
 // workerExited drops a worker that ended on its own (pod finished, container
@@ -371,6 +398,8 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 			e.endedOn[k] = w.Snapshot().ContainerID
 		}
 		delete(e.specs, k)
+		publishStartedLocked(e)
+		m.pushProbesLocked(e)
 	}
 	m.mu.Unlock()
 	if ctx.Err() != nil {
@@ -379,7 +408,7 @@ func (m *Manager) workerExited(ctx context.Context, uid types.UID, k probeKey, w
 		// turn probed.io/ready True (NoGatingProbes) on the way out.
 		return
 	}
-	m.updateStatus(uid)
+	m.feed.Update(uid)
 }
 
 // removePodLocked stops a pod's workers and forgets its status.
@@ -391,6 +420,7 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	for _, w := range e.workers {
 		w.Stop()
 	}
+	e.started.Forget()
 	delete(m.pods, uid)
 	if e.ungated {
 		m.countUngatedLocked()
@@ -404,42 +434,11 @@ func (m *Manager) removePodLocked(uid types.UID) {
 	if len(m.byKey[key]) == 0 {
 		delete(m.byKey, key)
 	}
-	m.opts.Status.Forget(uid)
+	m.feed.Forget(uid)
 	if m.opts.Liveness != nil {
 		m.opts.Liveness.ForgetPod(uid)
 	}
 	klog.V(2).InfoS("Stopped probing pod", "pod", klog.KRef(e.key.Namespace, e.key.Name), "podUID", uid)
-}
-
-// started is probed's own "started" (contract §2), by the kubelet's rule
-// (UpdatePodStatus): a running container whose startup result for this
-// instance is Success; without a result, started unless a startup worker
-// exists. So a container with no probed startup probe is started once it
-// runs, and so is one whose startup worker ended (the pod is being deleted).
-// Where the kubelet runs the container's startup probe (it stayed in the
-// pod spec), started is the kubelet's containerStatuses[].started.
-func (m *Manager) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
-	if cs == nil || cs.State.Running == nil {
-		return false
-	}
-	if v, ok := m.startup.Get(cs.ContainerID); ok {
-		return v.Result == results.Success
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.pods[pod.UID]
-	if e == nil {
-		return true
-	}
-	k := probeKey{cs.Name, probespec.Startup}
-	_, exists := e.workers[k]
-	// An invalid startup probe still gates: the user asked for one.
-	_, invalid := e.invalid[k]
-	_, ended := e.ended[k]
-	if !exists && !invalid && !ended && m.kubeletRunsStartup(pod, cs.Name) {
-		return cs.Started != nil && *cs.Started
-	}
-	return !exists && !invalid
 }
 
 // gcLoop sweeps workers of pods that left the cache without a delete event

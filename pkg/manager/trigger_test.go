@@ -96,9 +96,9 @@ func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
 		defer e.prober.mu.Unlock()
 		return e.prober.calls["containerd://u1-app/Startup"] > 0
 	})
-	if e.mgr.started(pod, &pod.Status.ContainerStatuses[0]) || readinessCalls() != 0 {
+	if e.started(pod, &pod.Status.ContainerStatuses[0]) || readinessCalls() != 0 {
 		t.Fatalf("started (%v) or readiness probed (%d times) while the startup probe fails",
-			e.mgr.started(pod, &pod.Status.ContainerStatuses[0]), readinessCalls())
+			e.started(pod, &pod.Status.ContainerStatuses[0]), readinessCalls())
 	}
 
 	now := metav1.Now()
@@ -111,7 +111,7 @@ func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
 		ent := e.mgr.pods["u1"]
 		return ent != nil && ent.workers[probeKey{"app", probespec.Startup}] == nil
 	})
-	if !e.mgr.started(pod, &pod.Status.ContainerStatuses[0]) {
+	if !e.started(pod, &pod.Status.ContainerStatuses[0]) {
 		t.Error("not started after the startup worker ended; the kubelet counts it started")
 	}
 	e.eventually("readiness probed during termination", func() bool { return readinessCalls() > 0 })
@@ -136,3 +136,14 @@ func TestStartedDuringTerminationFollowsTheStartupWorker(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func uidOf(s string) types.UID { return types.UID(s) }
+
+// started asks the pod's started rule, as its workers do.
+func (e *env) started(pod *v1.Pod, cs *v1.ContainerStatus) bool {
+	e.mgr.mu.Lock()
+	ent := e.mgr.pods[pod.UID]
+	e.mgr.mu.Unlock()
+	if ent == nil {
+		return true
+	}
+	return ent.started.Started(pod, cs)
+}

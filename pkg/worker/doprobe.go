@@ -278,7 +278,7 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus) (start time.Time, result results.Result, output string, err error) {
 	w.events.pod = pod
 	start = w.cfg.Clock.Now()
-	result, output, err = w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, prober.Target{
+	target := prober.Target{
 		PodIP:       pod.Status.PodIP,
 		PodIPs:      w.targetIPs(pod),
 		ContainerID: cs.ContainerID,
@@ -288,7 +288,16 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		HTTPCheck:   w.cfg.HTTPCheck,
 		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
-	}, &w.events)
+	}
+	if o := w.cfg.OwnIPs; o != nil {
+		// Only the IPs the node vouches for are exempt from the host policy.
+		target.PodIPs = o.Narrow(ctx, pod, target.PodIPs, cs.ContainerID)
+		target.PodIPsVerified = !o.TrustStatus
+	}
+	result, output, err = w.cfg.Prober.Probe(ctx, w.cfg.ProbeType, w.cfg.Spec, target, &w.events)
+	if w.cfg.ProbeType == probespec.Liveness && err == nil && result == results.Success && w.cfg.Liveness != nil {
+		w.cfg.Liveness.LivenessPassed(w.cfg.PodUID, w.cfg.Container.Name)
+	}
 	return start, result, output, err
 }
 

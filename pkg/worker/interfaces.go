@@ -25,6 +25,16 @@ type PodSource interface {
 	Pod(uid types.UID) (*v1.Pod, bool)
 }
 
+// LivenessTracker hears the liveness outcomes the restart guard needs
+// (kill.Workloads is one). Its methods must not block.
+type LivenessTracker interface {
+	// LivenessPassed: a liveness probe of the container passed, or the
+	// container no longer has a liveness probe.
+	LivenessPassed(podUID types.UID, container string)
+	// ForgetPod: the pod left the node or finished.
+	ForgetPod(podUID types.UID)
+}
+
 // Recorder emits an Event about one container of a pod. The implementation
 // builds the object reference and the fieldPath (spec.containers{c} or
 // spec.initContainers{c}).

@@ -9,7 +9,7 @@ import (
 // PodIPs returns the pod's IPs as its status gives them: status.podIPs,
 // then status.podIP if it is not among them, without blanks or repeats.
 // They are only what a writer of pods/status says; the caller decides
-// whether the node vouches for them (manager's ownIPs).
+// whether the node vouches for them (OwnIPs.Narrow).
 func PodIPs(pod *v1.Pod) []string {
 	if pod == nil {
 		return nil

@@ -40,6 +40,12 @@ type Config struct {
 
 	Prober Prober
 	Pods   PodSource
+	// OwnIPs narrows the target's status IPs to the pod's own before each
+	// probe and marks them verified; nil hands them to Prober as written,
+	// unverified.
+	OwnIPs *OwnIPs
+	// Liveness hears each liveness success (the restart guard); may be nil.
+	Liveness LivenessTracker
 	// Results is this probe type's results cache.
 	Results results.Manager
 	// Recorder receives the prober's events (Unhealthy, ProbeWarning); nil

@@ -5,36 +5,57 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
-	"k8s.io/apiserver/pkg/authentication/group"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
-	"k8s.io/apiserver/pkg/authentication/token/cache"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	"k8s.io/apiserver/pkg/endpoints/filters"
-	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
-	"k8s.io/apiserver/pkg/endpoints/request"
-	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
-	"k8s.io/client-go/kubernetes/scheme"
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+
+	"github.com/probed-dev/probed/pkg/kubeclient"
 )
 
-// Auth guards /metrics and /debug/: who the caller is, and whether they may
-// get the path. Kubernetes components use the same pair (the kubelet,
-// kube-scheduler and controller-runtime's metrics server among them).
+// Auth guards /metrics and /debug/: who the caller is (a TokenReview), and
+// whether they may get the path (a SubjectAccessReview). Kubernetes
+// components use the same pair (the kubelet, kube-scheduler and
+// controller-runtime's metrics server among them); probed asks the API
+// server itself rather than through k8s.io/apiserver's filters, whose
+// closure registers every API group and cost every node ~19 MiB of RSS
+// (docs/benchmarks/footprint.md).
 type Auth struct {
 	// Authenticator authenticates callers of /debug/ and /readyz?verbose.
-	Authenticator authenticator.Request
+	Authenticator Authenticator
 	// MetricsAuthenticator authenticates /metrics' callers; nil: Authenticator.
-	MetricsAuthenticator authenticator.Request
-	Authorizer           authorizer.Authorizer
+	MetricsAuthenticator Authenticator
+	Authorizer           Authorizer
+}
+
+// UserInfo is a caller as the API server's TokenReview named it.
+type UserInfo struct {
+	Name, UID string
+	Groups    []string
+	Extra     map[string][]string
+}
+
+// Authenticator says who sent r. No credentials, or credentials the API
+// server does not accept, is (nil, false, nil); err is for a review that
+// could not be made.
+type Authenticator interface {
+	AuthenticateRequest(r *http.Request) (*UserInfo, bool, error)
+}
+
+// Attributes are what a caller asks to do: always a non-resource path.
+type Attributes struct {
+	User *UserInfo
+	// Verb is the request's method in lower case, as the API server's
+	// request info names a non-resource request's verb.
+	Verb, Path string
+}
+
+// Authorizer says whether a caller may do what it asks, and if not, why.
+type Authorizer interface {
+	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
 }
 
 // DefaultAudience is the audience the kubectl plugin's tokens are issued
@@ -68,12 +89,16 @@ const (
 	accessAllowCacheTTL = 5 * time.Minute
 	accessDenyCacheTTL  = 30 * time.Second
 	reviewTimeout       = 10 * time.Second
+	// Cached answers, each kind: past them the least recently used goes.
+	// A few hundred bytes each; made-up tokens cannot grow them further.
+	maxCachedTokens   = 4096
+	maxCachedAccesses = 4096
 )
 
 // reviewBackoff is k8s.io/apiserver's DefaultAuthWebhookRetryBackoff: about
 // 6s of retries before a review that cannot reach the API server fails.
-func reviewBackoff() *wait.Backoff {
-	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
+func reviewBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
 // DelegatedAuth asks the API server, through a client made from cfg: a
@@ -89,127 +114,113 @@ func DelegatedAuth(cfg *rest.Config, o AuthOptions) (Auth, error) {
 	if len(o.Audiences) == 0 {
 		return Auth{}, errors.New("delegated authentication needs at least one token audience")
 	}
+	// Both review groups share one HTTP client and one rate limit. JSON,
+	// as k8s.io/apiserver's review clients send.
 	cfg = rest.CopyConfig(cfg)
-	accessReviews := newReviewCap(orDefault(o.MaxAccessReviews, DefaultMaxReviewsInFlight))
-	cfg.Wrap(accessReviews.wrapTransport)
-	// The two review groups' clients only (a whole clientset links every
-	// API group's client: docs/benchmarks/footprint.md), sharing one HTTP
-	// client and one rate limit, as a clientset's groups do.
-	if cfg.RateLimiter == nil && cfg.QPS > 0 {
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
+	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
+	client, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return Auth{}, fmt.Errorf("delegated authentication client: %w", err)
 	}
-	authn, err := authenticationv1client.NewForConfigAndClient(cfg, httpClient)
+	tokens, err := newTokenReviewer(client.AuthenticationV1().TokenReviews(), orDefault(o.MaxTokenReviews, DefaultMaxReviewsInFlight))
 	if err != nil {
-		return Auth{}, fmt.Errorf("delegated authentication client: %w", err)
+		return Auth{}, err
 	}
-	authz, err := authorizationv1client.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return Auth{}, fmt.Errorf("delegated authorization client: %w", err)
+	auth := Auth{
+		Authenticator: bearer{tokens: tokens, audiences: o.Audiences},
+		Authorizer:    newAccessReviewer(client.AuthorizationV1().SubjectAccessReviews(), orDefault(o.MaxAccessReviews, DefaultMaxReviewsInFlight)),
 	}
-	authenticatorfactory.RegisterMetrics()
-	// No implicit audiences: a TokenReview answer that names no audience
-	// is not one of ours.
-	review, err := webhooktoken.NewFromInterface(authn, nil, *reviewBackoff(), reviewTimeout, webhooktoken.AuthenticatorMetrics{
-		RecordRequestTotal:   authenticatorfactory.RecordRequestTotal,
-		RecordRequestLatency: authenticatorfactory.RecordRequestLatency,
-	})
-	if err != nil {
-		return Auth{}, fmt.Errorf("delegated authentication: %w", err)
-	}
-	tokenReviews := newReviewCap(orDefault(o.MaxTokenReviews, DefaultMaxReviewsInFlight))
-	// The cap sits behind the cache: a known token never meets it.
-	cached := cache.New(tokenReviews.wrapToken(review), false, tokenReviewCacheTTL, tokenReviewCacheTTL)
-	auth := Auth{Authenticator: bearer(audienceToken{cached: cached, audiences: o.Audiences})}
 	if o.MetricsAPIServerTokens {
-		auth.MetricsAuthenticator = bearer(audienceToken{cached: cached, audiences: o.Audiences, apiServerToo: true})
-	}
-	auth.Authorizer, err = authorizerfactory.DelegatingAuthorizerConfig{
-		SubjectAccessReviewClient: authz,
-		AllowCacheTTL:             accessAllowCacheTTL,
-		DenyCacheTTL:              accessDenyCacheTTL,
-		WebhookRetryBackoff:       reviewBackoff(),
-	}.New()
-	if err != nil {
-		return Auth{}, fmt.Errorf("delegated authorization: %w", err)
+		auth.MetricsAuthenticator = bearer{tokens: tokens, audiences: o.Audiences, apiServerToo: true}
 	}
 	return auth, nil
 }
 
-func bearer(t authenticator.Token) authenticator.Request {
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(t))
+// guard returns the wrapper for guarded paths: authentication by authn,
+// then authorization of the request's verb on its path. A caller refused
+// because too many reviews are in flight gets 429; a caller refused for
+// any other reason gets its answer on a connection that then closes, so a
+// made-up token holds no socket.
+func (a Auth) guard(authn Authenticator) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, ok, err := authn.AuthenticateRequest(r)
+			switch {
+			case errors.Is(err, errReviewsBusy):
+				tooManyReviews(w, r)
+				return
+			case err != nil:
+				klog.ErrorS(err, "Unable to authenticate an endpoint request", "path", r.URL.Path, "remote", r.RemoteAddr)
+				unauthorized(w)
+				return
+			case !ok:
+				// Anyone can send made-up tokens: not worth a line each.
+				klog.V(4).InfoS("Endpoint request not authenticated", "path", r.URL.Path, "remote", r.RemoteAddr)
+				unauthorized(w)
+				return
+			}
+			// The handlers behind never need the caller's token.
+			r.Header.Del("Authorization")
+			attrs := Attributes{User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+			allowed, reason, err := a.Authorizer.Authorize(r.Context(), attrs)
+			switch {
+			case allowed:
+				h.ServeHTTP(w, r)
+			case errors.Is(err, errReviewsBusy):
+				tooManyReviews(w, r)
+			case err != nil:
+				klog.ErrorS(err, "Unable to authorize an endpoint request", "path", r.URL.Path, "user", u.Name)
+				internalError(w, r, err)
+			default:
+				forbidden(w, attrs, reason)
+			}
+		})
+	}
 }
 
-// audienceToken authenticates a token for one of audiences; with
-// apiServerToo, failing that, for the API server's own.
-type audienceToken struct {
-	cached       authenticator.Token
-	audiences    authenticator.Audiences
+// bearer authenticates the request's bearer token for one of audiences;
+// with apiServerToo, failing that, for the API server's own. It adds
+// system:authenticated to the caller's groups, as the API server does.
+type bearer struct {
+	tokens       *tokenReviewer
+	audiences    []string
 	apiServerToo bool
 }
 
-func (a audienceToken) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	resp, ok, err := a.cached.AuthenticateToken(authenticator.WithAudiences(ctx, a.audiences), token)
-	if ok && len(a.audiences.Intersect(resp.Audiences)) == 0 {
-		resp, ok = nil, false
+func (b bearer) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) {
+	token, found := bearerToken(r.Header.Get("Authorization"))
+	if !found {
+		return nil, false, nil
 	}
-	if ok || err != nil || !a.apiServerToo {
-		return resp, ok, err
+	u, ok, err := b.tokens.review(token, b.audiences)
+	if !ok && err == nil && b.apiServerToo {
+		// No audiences: the review asks for the API server's own.
+		u, ok, err = b.tokens.review(token, nil)
 	}
-	// The request's context carries no audiences (guard sets none), so
-	// this TokenReview asks for the API server's own.
-	return a.cached.AuthenticateToken(ctx, token)
+	if !ok {
+		return nil, false, err
+	}
+	return withAuthenticatedGroup(u), true, nil
 }
 
-// guard returns the wrapper for guarded paths: k8s.io/apiserver's filters,
-// request info (every path here is a non-resource URL), authentication by
-// authn, then authorization. A caller refused because too many reviews are
-// in flight gets 429; a caller refused for any other reason gets its
-// answer on a connection that then closes, so a made-up token holds no
-// socket.
-func (a Auth) guard(authn authenticator.Request) func(http.Handler) http.Handler {
-	return func(h http.Handler) http.Handler {
-		h = authorize(h, a.Authorizer)
-		h = filters.WithAuthentication(h, busyAware{authn}, http.HandlerFunc(unauthorized), nil, nil)
-		h = filters.WithRequestInfo(h, &request.RequestInfoFactory{})
-		return withReviewState(h)
+// bearerToken reads "Bearer <token>" (the scheme in any case), as the API
+// server's bearer token authenticator does.
+func bearerToken(header string) (string, bool) {
+	parts := strings.SplitN(strings.TrimSpace(header), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
+		return "", false
 	}
+	return parts[1], true
 }
 
-// unauthorized answers a caller that did not authenticate.
-func unauthorized(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Connection", "close")
-	if reviewsBusy(r.Context()) {
-		tooManyReviews(w, r)
-		return
-	}
-	filters.Unauthorized(scheme.Codecs).ServeHTTP(w, r)
-}
+const authenticatedGroup = "system:authenticated"
 
-// authorize is filters.WithAuthorization, but a review refused for want of
-// capacity is 429, not 500.
-func authorize(h http.Handler, z authorizer.Authorizer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attrs, err := filters.GetAuthorizerAttributes(r.Context())
-		if err != nil {
-			responsewriters.InternalError(w, r, err)
-			return
-		}
-		decision, reason, err := z.Authorize(r.Context(), attrs)
-		switch {
-		case decision == authorizer.DecisionAllow:
-			h.ServeHTTP(w, r)
-		case errors.Is(err, errReviewsBusy) || reviewsBusy(r.Context()):
-			w.Header().Set("Connection", "close")
-			tooManyReviews(w, r)
-		case err != nil:
-			responsewriters.InternalError(w, r, err)
-		default:
-			w.Header().Set("Connection", "close")
-			responsewriters.Forbidden(attrs, w, r, reason, scheme.Codecs)
-		}
-	})
+// withAuthenticatedGroup returns a copy of u in system:authenticated; the
+// cached answer is shared and stays as the API server gave it.
+func withAuthenticatedGroup(u *UserInfo) *UserInfo {
+	c := *u
+	if !slices.Contains(c.Groups, authenticatedGroup) {
+		c.Groups = append(slices.Clip(c.Groups), authenticatedGroup)
+	}
+	return &c
 }

@@ -13,11 +13,6 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/pkg/worker"
 )
@@ -25,34 +20,42 @@ import (
 // asked records what the fake authorizer was asked.
 type asked struct {
 	mu    sync.Mutex
-	attrs []authorizer.Attributes
+	attrs []Attributes
 }
 
-func (a *asked) add(x authorizer.Attributes) {
+func (a *asked) add(x Attributes) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.attrs = append(a.attrs, x)
 }
 
+// authenticatorFunc and authorizerFunc make fakes of functions.
+type authenticatorFunc func(*http.Request) (*UserInfo, bool, error)
+
+func (f authenticatorFunc) AuthenticateRequest(r *http.Request) (*UserInfo, bool, error) { return f(r) }
+
+type authorizerFunc func(context.Context, Attributes) (bool, string, error)
+
+func (f authorizerFunc) Authorize(ctx context.Context, a Attributes) (bool, string, error) {
+	return f(ctx, a)
+}
+
 // fakeAuth knows two tokens: "reader" may get every path, "nobody" none.
 func fakeAuth(log *asked) *Auth {
-	tokens := authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
-		switch token {
-		case "reader", "nobody":
-			return &authenticator.Response{User: &user.DefaultInfo{Name: token}}, true, nil
-		case "broken":
-			return nil, false, errors.New("the API server did not answer")
-		}
-		return nil, false, nil
-	})
 	return &Auth{
-		Authenticator: bearertoken.New(tokens),
-		Authorizer: authorizer.AuthorizerFunc(func(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
-			log.add(a)
-			if a.GetUser().GetName() == "reader" {
-				return authorizer.DecisionAllow, "", nil
+		Authenticator: authenticatorFunc(func(r *http.Request) (*UserInfo, bool, error) {
+			token, _ := bearerToken(r.Header.Get("Authorization"))
+			switch token {
+			case "reader", "nobody":
+				return &UserInfo{Name: token}, true, nil
+			case "broken":
+				return nil, false, errors.New("the API server did not answer")
 			}
-			return authorizer.DecisionNoOpinion, "no grant", nil
+			return nil, false, nil
+		}),
+		Authorizer: authorizerFunc(func(_ context.Context, a Attributes) (bool, string, error) {
+			log.add(a)
+			return a.User.Name == "reader", "no grant", nil
 		}),
 	}
 }
@@ -112,8 +115,8 @@ func TestGuardedPaths(t *testing.T) {
 		t.Fatal("the authorizer was never asked")
 	}
 	for _, a := range log.attrs {
-		if a.IsResourceRequest() || a.GetVerb() != "get" || (a.GetPath() != "/metrics" && !strings.HasPrefix(a.GetPath(), "/debug/")) {
-			t.Errorf("authorizer asked resource=%v verb=%q path=%q", a.IsResourceRequest(), a.GetVerb(), a.GetPath())
+		if a.Verb != "get" || (a.Path != "/metrics" && !strings.HasPrefix(a.Path, "/debug/")) {
+			t.Errorf("authorizer asked verb=%q path=%q", a.Verb, a.Path)
 		}
 	}
 }
@@ -166,16 +169,7 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (The integration tier runs the same against a real kube-apiserver.)
 func TestDelegatedAuthReviewsAndCaches(t *testing.T) {
 	api := &fakeAPIServer{reviews: map[string]int{}}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	auth, err := DelegatedAuth(&rest.Config{Host: srv.URL}, AuthOptions{Audiences: []string{DefaultAudience}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Handler(Options{Gatherer: testRegistry(), Auth: &auth})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := authHandler(t, api, AuthOptions{})
 	for i := range 3 {
 		if code, body := getAs(t, h, "/metrics", "scraper-token"); code != 200 {
 			t.Fatalf("scrape %d: %d %q", i, code, body)
@@ -206,17 +200,8 @@ func TestDelegatedAuthReviewsAndCaches(t *testing.T) {
 // issued for its own audience. /metrics may accept API server tokens too
 // (a PodMonitor's Secret), and then still accepts probed's own.
 func TestDelegatedAuthAudiences(t *testing.T) {
-	srv := httptest.NewServer(&fakeAPIServer{reviews: map[string]int{}})
-	defer srv.Close()
 	for _, apiTokensOnMetrics := range []bool{false, true} {
-		auth, err := DelegatedAuth(&rest.Config{Host: srv.URL}, AuthOptions{Audiences: []string{DefaultAudience}, MetricsAPIServerTokens: apiTokensOnMetrics})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := Handler(Options{Gatherer: testRegistry(), Auth: &auth})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := authHandler(t, &fakeAPIServer{reviews: map[string]int{}}, AuthOptions{MetricsAPIServerTokens: apiTokensOnMetrics})
 		metricsWithAPIToken := http.StatusUnauthorized
 		if apiTokensOnMetrics {
 			metricsWithAPIToken = http.StatusOK

@@ -8,7 +8,6 @@ import (
 	"net"
 	"sync"
 
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -39,58 +38,40 @@ func (c ServingCert) validate() error {
 	return nil
 }
 
-// servingTLS builds the server's TLS config with k8s.io/apiserver's dynamic
-// serving certificate controller, as kube-apiserver does. Its goroutines stop
-// with ctx; wg counts them.
+// servingTLS builds the server's TLS config: the certificate of c, from
+// files re-read when they change (certFiles), or made in memory. Its
+// goroutine stops with ctx; wg counts it.
 func servingTLS(ctx context.Context, c ServingCert, wg *sync.WaitGroup) (*tls.Config, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	var content dynamiccertificates.CertKeyContentProvider
-	if c.CertFile != "" {
-		// Checked here first: the library leaks its queue when the
-		// first load fails.
-		if _, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile); err != nil {
-			return nil, fmt.Errorf("loading the serving certificate %s and key %s: %w", c.CertFile, c.KeyFile, err)
-		}
-		files, err := dynamiccertificates.NewDynamicServingContentFromFiles("probed-serving-cert", c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("loading the serving certificate: %w", err)
-		}
-		content = files
-	} else {
-		ss := c.SelfSigned
-		if ss == nil {
-			made, err := NewSelfSigned(c.Hosts)
-			if err != nil {
-				return nil, err
-			}
-			ss = &made
-		}
-		var err error
-		if content, err = dynamiccertificates.NewStaticCertKeyContent("probed-self-signed", ss.CertPEM, ss.KeyPEM); err != nil {
-			return nil, err
-		}
-	}
 	// HTTP/1.1 only: a scrape needs no multiplexing, and HTTP/2 gives
 	// clients that have not authenticated yet more to abuse.
-	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	ctrl := dynamiccertificates.NewDynamicServingCertificateController(base, nil, content, nil, nil)
-	content.AddListener(ctrl)
-	if err := ctrl.RunOnce(); err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
-	}
-	if runner, ok := content.(dynamiccertificates.ControllerRunner); ok {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	if c.CertFile != "" {
+		files, err := newCertFiles(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, err
+		}
 		wg.Add(1)
-		go func() { defer wg.Done(); runner.Run(ctx, 1) }()
+		go func() { defer wg.Done(); files.run(ctx, certReloadInterval) }()
+		cfg.GetCertificate = files.get
+		return cfg, nil
 	}
-	wg.Add(1)
-	go func() { defer wg.Done(); ctrl.Run(1, ctx.Done()) }()
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		NextProtos:         base.NextProtos,
-		GetConfigForClient: ctrl.GetConfigForClient,
-	}, nil
+	ss := c.SelfSigned
+	if ss == nil {
+		made, err := NewSelfSigned(c.Hosts)
+		if err != nil {
+			return nil, err
+		}
+		ss = &made
+	}
+	pair, err := tls.X509KeyPair(ss.CertPEM, ss.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("self-signed serving certificate: %w", err)
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	return cfg, nil
 }
 
 // SelfSignedCert is a serving certificate and the CA that signed it, made

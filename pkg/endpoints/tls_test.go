@@ -177,3 +177,38 @@ func TestServeInsecure(t *testing.T) {
 		t.Errorf("insecure /metrics: %d %q", resp.StatusCode, b)
 	}
 }
+
+// A pair that does not load (a key that does not match, a file written
+// half way) keeps the last good certificate in service until a good pair
+// is written.
+func TestCertFilesKeepTheLastGoodPair(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writePair(t, certFile, keyFile, "first")
+	f, err := newCertFiles(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() []byte { c, _ := f.get(nil); return c.Certificate[0] }
+	writePair(t, filepath.Join(dir, "other.crt"), filepath.Join(dir, "other.key"), "other")
+	otherKey, _ := os.ReadFile(filepath.Join(dir, "other.key"))
+	if err := os.WriteFile(keyFile, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := f.reload(); changed || err == nil || !bytes.Equal(served(), first) {
+		t.Fatalf("mismatched pair: changed %v, err %v; want an error and the first certificate still served", changed, err)
+	}
+	if err := os.WriteFile(certFile, []byte("-----BEGIN CERT"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.reload(); err == nil || !bytes.Equal(served(), first) {
+		t.Fatalf("half-written certificate: err %v; want an error and the first certificate still served", err)
+	}
+	second := writePair(t, certFile, keyFile, "second")
+	if changed, err := f.reload(); !changed || err != nil || !bytes.Equal(served(), second) {
+		t.Fatalf("good pair: changed %v, err %v; want the second certificate served", changed, err)
+	}
+	if changed, err := f.reload(); changed || err != nil {
+		t.Errorf("unchanged files: changed %v, err %v; want neither", changed, err)
+	}
+}

@@ -21,6 +21,7 @@ var notLinked = []string{
 var apiGroups = map[string]bool{
 	"k8s.io/api/core/v1": true, "k8s.io/api/authentication/v1": true,
 	"k8s.io/api/authorization/v1": true, "k8s.io/api/admissionregistration/v1": true,
+	"k8s.io/api/policy/v1": true, "k8s.io/api/coordination/v1": true,
 }
 
 func TestFootprintNotLinked(t *testing.T) {

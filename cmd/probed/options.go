@@ -83,6 +83,11 @@ type options struct {
 	LivenessWorkloadGuard bool
 	// LivenessWorkloadGuardMaxPause bounds one such pause.
 	LivenessWorkloadGuardMaxPause time.Duration
+	// PDBRestarts makes a kill of a pod PodDisruptionBudgets select a
+	// disruption they must allow, across the cluster.
+	PDBRestarts bool
+	// PDBRestartMaxDeferral: a kill deferred this long goes ahead; 0 never.
+	PDBRestartMaxDeferral time.Duration
 	// MetricsInsecure is --metrics-insecure-serving: plain HTTP, no
 	// authentication, loopback only (development).
 	MetricsInsecure bool
@@ -153,6 +158,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		prober.TCPCloseFIN, prober.TCPCloseRST)
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
+	fs.BoolVar(&o.PDBRestarts, "pdb-restarts", false, "treat a liveness or startup restart of a pod that PodDisruptionBudgets select as a disruption each must allow, counted across all nodes as the Eviction API counts evictions (Leases in probed's namespace); a restart they do not allow is deferred and asked again at the next failure threshold (docs/pdb-restarts.md)")
+	flagschema.NonNegativeDurationVar(fs, &o.PDBRestartMaxDeferral, "pdb-restart-max-deferral", 0, "with --pdb-restarts, how long a restart may stay deferred by PodDisruptionBudgets before it goes ahead anyway (with a Warning event); 0 defers it for as long as they refuse, as an eviction waits")
 	flagschema.PositiveDurationVar(fs, &o.LivenessWorkloadGuardMaxPause, "liveness-workload-guard-max-pause", 10*time.Minute, "the longest the workload guard pauses a workload's liveness restarts; after it, they go ahead as under the kubelet (still within --liveness-restart-budget)")
 	fs.BoolVar(&o.RequireApprovedReach, "require-approved-reach", false, "run probes that execute a command or connect beyond the pod's own IP (exec, httpGet or tcpSocket host, HTTP headers, body checks) only on pods whose probed.io/approved-reach covers them; for clusters without the probed-probe-reach admission policy (which needs Kubernetes 1.30), where nothing else stops a user who may patch a pod, but not exec into it, from changing them")
 	fs.StringVar(&o.ProbeReachPolicy, "probe-reach-policy", reachpolicy.DefaultPolicy, "the ValidatingAdmissionPolicy that makes probe edits need pods/exec (deploy/probe-reach.yaml); probed watches that it is in force (its spec deploy/'s, a binding that denies), and while it is not, says so (probed_probe_reach_policy_in_force, a Warning ProbeReachPolicyMissing event on the node) and holds each pod's probes to what they ran or reached when it first saw the pod; \"\" checks nothing and always holds")

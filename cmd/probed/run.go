@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -105,6 +106,9 @@ func run(ctx context.Context, o *options) error {
 	var recorder worker.Recorder
 	var nodeRecorder record.EventRecorder
 	var killer kill.Killer
+	// --pdb-restarts: the PDB gate and the informer of PDBs it reads.
+	var disruptions *kill.DisruptionBudgets
+	var pdbInformer cache.SharedIndexInformer
 	if !o.DryRun {
 		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 		broadcaster.StartStructuredLogging(3)
@@ -116,13 +120,20 @@ func run(ctx context.Context, o *options) error {
 		hooks := lifecycle.New(runtime.Uncapped(), lifecycle.Options{UserAgent: userAgent, HostGuard: hostGuard, Recorder: recorder})
 		killer = &kill.RuntimeKiller{Runtime: runtime, Hooks: hooks, Recorder: recorder, EventOnly: o.LivenessAction == livenessEventOnly}
 		if o.LivenessAction == livenessRestart {
-			killer = &kill.Guard{
+			guard := &kill.Guard{
 				Inner:     killer,
 				Budget:    kill.NewBudget(o.LivenessRestartBudget, clock.RealClock{}),
 				Workloads: workloads,
 				Recorder:  recorder,
 				Metrics:   restartMetrics,
 			}
+			if o.PDBRestarts {
+				if disruptions, pdbInformer, err = disruptionBudgets(client, o, pods); err != nil {
+					return err
+				}
+				guard.Disruptions = disruptions
+			}
+			killer = guard
 		}
 	}
 	var liveness worker.LivenessTracker
@@ -213,6 +224,11 @@ func run(ctx context.Context, o *options) error {
 	var wg sync.WaitGroup
 	informerDone := make(chan struct{})
 	go func() { defer close(informerDone); podInformer.RunWithContext(mgrCtx) }()
+	if pdbInformer != nil {
+		wg.Add(2)
+		go func() { defer wg.Done(); pdbInformer.RunWithContext(mgrCtx) }()
+		go func() { defer wg.Done(); disruptions.Run(mgrCtx, disruptionReleasePeriod) }()
+	}
 	wg.Add(4)
 	go func() { defer wg.Done(); hostGuard.Run(mgrCtx) }()
 	go func() { defer wg.Done(); runtimeHealth.Run(mgrCtx) }()
@@ -260,6 +276,12 @@ func run(ctx context.Context, o *options) error {
 				}},
 				// Unready only after a sustained outage, not on a blip.
 				{Name: "runtime", Fn: runtimeHealth.Check},
+				{Name: "pdb-informer-synced", Fn: func(context.Context) error {
+					if pdbInformer != nil && !pdbInformer.HasSynced() {
+						return errors.New("PodDisruptionBudget informer has not synced (--pdb-restarts)")
+					}
+					return nil
+				}},
 			},
 			Probes: mgr.Snapshots,
 		})

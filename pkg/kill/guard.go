@@ -21,6 +21,13 @@ const (
 	ReasonRestartsPaused = "RestartsPaused"
 	// ReasonRestartBudgetExceeded: the node's restart budget deferred a restart.
 	ReasonRestartBudgetExceeded = "RestartBudgetExceeded"
+	// ReasonDisruptionBudget: a PodDisruptionBudget deferred a restart
+	// (--pdb-restarts).
+	ReasonDisruptionBudget = "RestartDisruptionBudget"
+	// ReasonDisruptionBudgetUnchecked: the PodDisruptionBudgets could not
+	// be checked, or a deferral reached --pdb-restart-max-deferral; the
+	// restart went to the node-local guards.
+	ReasonDisruptionBudgetUnchecked = "RestartDisruptionBudgetUnchecked"
 )
 
 // episodeGap: a deferral with no attempt for this long is over; the next one
@@ -40,6 +47,9 @@ type Guard struct {
 	Budget *Budget
 	// Workloads is the workload guard; nil guards nothing.
 	Workloads *Workloads
+	// Disruptions is the PodDisruptionBudget gate; nil: PDBs are not
+	// consulted (as the kubelet).
+	Disruptions *DisruptionBudgets
 	// Recorder receives the deferral events; nil emits none.
 	Recorder Recorder
 	// Metrics may be nil.
@@ -70,6 +80,20 @@ func (k *Guard) Kill(ctx context.Context, pod *v1.Pod, container *v1.Container, 
 		if v := k.Budget.Take(pod.Namespace); !v.OK {
 			msg := budgetMessage(k.Budget, v, pod.Namespace, container.Name, probeType)
 			return k.deferKill(pod, container.Name, containerID, DeferBudget, ReasonRestartBudgetExceeded, msg, false)
+		}
+	}
+	if k.Disruptions != nil {
+		a := k.Disruptions.admit(ctx, pod, container.Name)
+		switch {
+		case a.Err != nil:
+			k.Metrics.countUnchecked()
+			k.warn(pod, container.Name, ReasonDisruptionBudgetUnchecked, fmt.Sprintf(
+				"could not check the PodDisruptionBudgets of the pod (%v); the restart of container %s is left to the node's own guards", a.Err, container.Name))
+		case !a.Allowed:
+			return k.deferKill(pod, container.Name, containerID, DeferPDB, ReasonDisruptionBudget,
+				fmt.Sprintf("%s; restart of container %s after its %s probe failure deferred", a.Why, container.Name, strings.ToLower(probeType.String())), true)
+		case a.Why != "":
+			k.warn(pod, container.Name, ReasonDisruptionBudgetUnchecked, a.Why)
 		}
 	}
 	k.endEpisodes(containerID)
@@ -130,6 +154,14 @@ func (k *Guard) deferKill(pod *v1.Pod, container, containerID, reason, eventReas
 		}
 	}
 	return &DeferredError{Reason: reason, Message: msg, Reprobe: reprobe}
+}
+
+// warn logs and records a Warning event on the container.
+func (k *Guard) warn(pod *v1.Pod, container, reason, msg string) {
+	klog.InfoS("Container restart", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", container, "reason", reason, "message", msg)
+	if k.Recorder != nil {
+		k.Recorder.Event(pod, container, v1.EventTypeWarning, reason, msg)
+	}
 }
 
 // startEpisode notes an attempt and reports whether it starts a new episode.

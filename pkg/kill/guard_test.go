@@ -496,7 +496,7 @@ func TestMetricsLint(t *testing.T) {
 	for _, mf := range mfs {
 		names[mf.GetName()] = len(mf.GetMetric())
 	}
-	if names["probed_restarts_deferred_total"] != 2 || names["probed_restarts_paused_workloads"] != 1 {
+	if names["probed_restarts_deferred_total"] != 3 || names["probed_restarts_paused_workloads"] != 1 || names["probed_restarts_pdb_unchecked_total"] != 1 {
 		t.Errorf("series at start: %v", names)
 	}
 	m.countDeferred(DeferBudget)

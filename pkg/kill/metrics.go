@@ -9,6 +9,9 @@ const (
 	// DeferWorkloadGuard: most of the workload's pods on the node were
 	// failing liveness.
 	DeferWorkloadGuard = "workload_guard"
+	// DeferPDB: a PodDisruptionBudget that selects the pod allowed no
+	// disruption (--pdb-restarts).
+	DeferPDB = "pdb"
 )
 
 // Metrics holds the restart guard's metrics. A nil *Metrics records nothing.
@@ -22,9 +25,13 @@ const (
 //     StatefulSets, DaemonSets) whose liveness restarts on this node are
 //     paused by the workload guard, as of the last kill attempt or liveness
 //     change.
+//   - probed_restarts_pdb_unchecked_total: counter of kills under
+//     --pdb-restarts whose PodDisruptionBudgets could not be checked (the
+//     API server could not be reached), left to the node-local guards.
 type Metrics struct {
-	deferred *prometheus.CounterVec
-	paused   prometheus.Gauge
+	deferred  *prometheus.CounterVec
+	paused    prometheus.Gauge
+	unchecked prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg (unless reg
@@ -33,17 +40,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probed_restarts_deferred_total",
-			Help: "Container restarts after a liveness or startup failure that were deferred, by reason (budget, workload_guard).",
+			Help: "Container restarts after a liveness or startup failure that were deferred, by reason (budget, workload_guard, pdb).",
 		}, []string{"reason"}),
 		paused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "probed_restarts_paused_workloads",
 			Help: "Workloads whose liveness restarts on this node are paused because more than half of their pods here are failing liveness.",
 		}),
+		unchecked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probed_restarts_pdb_unchecked_total",
+			Help: "Container restarts under --pdb-restarts whose PodDisruptionBudgets could not be checked, left to the node-local guards.",
+		}),
 	}
 	m.deferred.WithLabelValues(DeferBudget)
 	m.deferred.WithLabelValues(DeferWorkloadGuard)
+	m.deferred.WithLabelValues(DeferPDB)
 	if reg != nil {
-		reg.MustRegister(m.deferred, m.paused)
+		reg.MustRegister(m.deferred, m.paused, m.unchecked)
 	}
 	return m
 }
@@ -57,5 +69,11 @@ func (m *Metrics) countDeferred(reason string) {
 func (m *Metrics) setPaused(n int) {
 	if m != nil {
 		m.paused.Set(float64(n))
+	}
+}
+
+func (m *Metrics) countUnchecked() {
+	if m != nil {
+		m.unchecked.Inc()
 	}
 }

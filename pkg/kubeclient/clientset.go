@@ -7,7 +7,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +23,7 @@ import (
 type Clientset struct {
 	c                                    codecs
 	core, authn, authz, admissionregistr rest.Interface
+	policy, coordination                 rest.Interface
 }
 
 var _ Interface = (*Clientset)(nil)
@@ -51,6 +54,8 @@ func NewForConfig(cfg *rest.Config) (*Clientset, error) {
 		{&cs.authn, authenticationv1.SchemeGroupVersion, "/apis"},
 		{&cs.authz, authorizationv1.SchemeGroupVersion, "/apis"},
 		{&cs.admissionregistr, admissionregistrationv1.SchemeGroupVersion, "/apis"},
+		{&cs.policy, policyv1.SchemeGroupVersion, "/apis"},
+		{&cs.coordination, coordinationv1.SchemeGroupVersion, "/apis"},
 	} {
 		if *g.into, err = cs.restClient(cfg, httpClient, g.gv, g.path); err != nil {
 			return nil, err
@@ -79,6 +84,10 @@ func (cs *Clientset) AuthorizationV1() AuthorizationV1Interface { return authori
 func (cs *Clientset) AdmissionregistrationV1() AdmissionregistrationV1Interface {
 	return admissionregistrationV1{cs}
 }
+
+func (cs *Clientset) PolicyV1() PolicyV1Interface { return policyV1{cs} }
+
+func (cs *Clientset) CoordinationV1() CoordinationV1Interface { return coordinationV1{cs} }
 
 // object is what gentype's clients hold: an API object with its metadata.
 type object interface {
@@ -148,4 +157,18 @@ func (g admissionregistrationV1) ValidatingAdmissionPolicyBindings() ValidatingA
 		}, func() *admissionregistrationv1.ValidatingAdmissionPolicyBindingList {
 			return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
 		})
+}
+
+type policyV1 struct{ cs *Clientset }
+
+func (g policyV1) PodDisruptionBudgets(namespace string) PodDisruptionBudgetInterface {
+	return listClient(g.cs.policy, g.cs.c, "poddisruptionbudgets", namespace,
+		func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} },
+		func() *policyv1.PodDisruptionBudgetList { return &policyv1.PodDisruptionBudgetList{} })
+}
+
+type coordinationV1 struct{ cs *Clientset }
+
+func (g coordinationV1) Leases(namespace string) LeaseInterface {
+	return client(g.cs.coordination, g.cs.c, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} })
 }

@@ -6,7 +6,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -19,6 +21,8 @@ type Interface interface {
 	AuthenticationV1() AuthenticationV1Interface
 	AuthorizationV1() AuthorizationV1Interface
 	AdmissionregistrationV1() AdmissionregistrationV1Interface
+	PolicyV1() PolicyV1Interface
+	CoordinationV1() CoordinationV1Interface
 }
 
 // CoreV1Interface is the core/v1 group's resources probed uses.
@@ -102,4 +106,28 @@ type ValidatingAdmissionPolicyInterface interface {
 type ValidatingAdmissionPolicyBindingInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*admissionregistrationv1.ValidatingAdmissionPolicyBindingList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// PolicyV1Interface reads PodDisruptionBudgets.
+type PolicyV1Interface interface {
+	PodDisruptionBudgets(namespace string) PodDisruptionBudgetInterface
+}
+
+// PodDisruptionBudgetInterface lists and watches PodDisruptionBudgets.
+type PodDisruptionBudgetInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*policyv1.PodDisruptionBudget, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*policyv1.PodDisruptionBudgetList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// CoordinationV1Interface reads and writes Leases.
+type CoordinationV1Interface interface {
+	Leases(namespace string) LeaseInterface
+}
+
+// LeaseInterface reads and writes Leases.
+type LeaseInterface interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error)
+	Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error)
+	Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error)
 }

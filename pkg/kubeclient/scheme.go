@@ -4,7 +4,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,7 +16,9 @@ import (
 
 // NewScheme is a scheme of the API groups probed uses: core/v1 (pods,
 // nodes, config maps, events), authentication/v1 and authorization/v1
-// (reviews) and admissionregistration/v1 (the probe-reach policy).
+// (reviews), admissionregistration/v1 (the probe-reach policy), policy/v1
+// and coordination/v1 (PodDisruptionBudgets and the Leases that count
+// their disruptions, with --pdb-restarts).
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
@@ -22,6 +26,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(authenticationv1.AddToScheme(s))
 	utilruntime.Must(authorizationv1.AddToScheme(s))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
+	utilruntime.Must(policyv1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
 	return s
 }
 

@@ -11,18 +11,20 @@ import (
 // worker.Snapshot encodes it. It is decoded here, not imported, so that the
 // plugin does not link the daemon.
 type Probe struct {
-	PodNamespace string   `json:"podNamespace"`
-	PodName      string   `json:"podName"`
-	PodUID       string   `json:"podUID"`
-	Container    string   `json:"container"`
-	ProbeType    string   `json:"probeType"`
-	Spec         string   `json:"spec"`
-	State        string   `json:"state"`
-	ContainerID  string   `json:"containerID,omitempty"`
-	Published    string   `json:"published,omitempty"`
-	LastResult   string   `json:"lastResult,omitempty"`
-	ResultRun    int      `json:"resultRun"`
-	History      []Result `json:"history"`
+	PodNamespace string `json:"podNamespace"`
+	PodName      string `json:"podName"`
+	PodUID       string `json:"podUID"`
+	Container    string `json:"container"`
+	ProbeType    string `json:"probeType"`
+	Spec         string `json:"spec"`
+	State        string `json:"state"`
+	ContainerID  string `json:"containerID,omitempty"`
+	Published    string `json:"published,omitempty"`
+	LastResult   string `json:"lastResult,omitempty"`
+	ResultRun    int    `json:"resultRun"`
+	// RestartDeferred: why the container's restart is held back, while it is.
+	RestartDeferred string   `json:"restartDeferred,omitempty"`
+	History         []Result `json:"history"`
 }
 
 // Result is one probe attempt, oldest first in Probe.History.

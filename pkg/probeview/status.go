@@ -85,6 +85,11 @@ func Status(w io.Writer, probes []Probe, o StatusOptions) error {
 	}
 	fmt.Fprintf(w, "(%s)\n", StripLegend)
 	for _, p := range probes {
+		if p.RestartDeferred != "" {
+			fmt.Fprintf(w, "\n%s %s: %s\n", printable(p.Container), printable(p.ProbeType), oneLine(p.RestartDeferred, 1024))
+		}
+	}
+	for _, p := range probes {
 		if len(p.History) == 0 {
 			continue
 		}

@@ -44,7 +44,8 @@ func TestStatusTable(t *testing.T) {
 	probes := []Probe{
 		{Container: "app", ProbeType: "Readiness", State: "running", Spec: "exec [cat /tmp/ready] delay=0s timeout=1s period=2s #success=1 #failure=3",
 			LastResult: "failure", ResultRun: 3, History: hist},
-		{Container: "app", ProbeType: "Liveness", State: "pending", Spec: "tcp-socket :8080 delay=0s timeout=1s period=10s #success=1 #failure=3"},
+		{Container: "app", ProbeType: "Liveness", State: "pending", Spec: "tcp-socket :8080 delay=0s timeout=1s period=10s #success=1 #failure=3",
+			RestartDeferred: "restart deferred: PodDisruptionBudget ns/web allows no disruption now"},
 	}
 	var b bytes.Buffer
 	now := hist[6].Time.Add(5 * time.Second)
@@ -55,6 +56,8 @@ func TestStatusTable(t *testing.T) {
 app        Liveness   pending  -           ··········  tcp-socket :8080 delay=0s timeout=1s period=10s #success=1 #failure=3
 app        Readiness  running  failure ×3  ···✓✓✓✗✗!✗  exec [cat /tmp/ready] delay=0s timeout=1s period=2s #success=1 #failure=3
 (` + StripLegend + `)
+
+app Liveness: restart deferred: PodDisruptionBudget ns/web allows no disruption now
 
 app Readiness, last 7 results:
   AGE  RESULT   DURATION  OUTPUT

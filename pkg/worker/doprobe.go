@@ -272,6 +272,7 @@ func (w *Worker) newInstance(pod *v1.Pod, id string) {
 	w.decided = initial.Result
 	w.onHold = false
 	w.killPending = false
+	w.restartDeferred = ""
 }
 
 // probe runs the prober once.
@@ -327,8 +328,10 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 	if err != nil {
 		w.killPending = true
 		if isDeferred(err) {
-			// A designed pause (restart budget, workload guard), reported by
-			// the guard itself: not a failure to stop the container.
+			// A designed pause (restart budget, workload guard, PDB),
+			// reported by the guard itself: not a failure to stop the
+			// container.
+			w.restartDeferred = err.Error()
 			w.cfg.Metrics.countKill(&w.series, KillOutcomeDeferred)
 			w.vlog(2, "Container restart deferred; will retry", "containerID", w.containerID, "reason", err)
 			w.probeAgain(pod, err)
@@ -339,6 +342,7 @@ func (w *Worker) kill(ctx context.Context, pod *v1.Pod) {
 		return
 	}
 	w.killPending = false
+	w.restartDeferred = ""
 	w.cfg.Metrics.countKill(&w.series, KillOutcomeSuccess)
 	klog.InfoS("Stopped container after probe failure", w.logKV("containerID", w.containerID)...)
 }

@@ -625,7 +625,16 @@ func TestDeferredKillIsNotAnError(t *testing.T) {
 	if n := len(e.killer.calls()); n != 2 {
 		t.Fatalf("kill attempts = %d, want 2", n)
 	}
-	for outcome, want := range map[string]float64{KillOutcomeDeferred: 2, KillOutcomeError: 0, KillOutcomeSuccess: 0} {
+	// /debug/probes and kubectl probed status say why, while it lasts.
+	if got := w.Snapshot().RestartDeferred; got != "wrapped: restart deferred: budget spent" {
+		t.Errorf("Snapshot().RestartDeferred = %q while deferred", got)
+	}
+	e.killer.err = nil
+	expectContinue(t, w, "retry goes through")
+	if got := w.Snapshot().RestartDeferred; got != "" {
+		t.Errorf("Snapshot().RestartDeferred = %q after the kill went through, want none", got)
+	}
+	for outcome, want := range map[string]float64{KillOutcomeDeferred: 2, KillOutcomeError: 0, KillOutcomeSuccess: 1} {
 		if got := testutil.ToFloat64(e.metrics.kills.WithLabelValues("Liveness", outcome)); got != want {
 			t.Errorf("kills{outcome=%s} = %v, want %v", outcome, got, want)
 		}

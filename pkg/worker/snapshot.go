@@ -52,9 +52,13 @@ type Snapshot struct {
 	Published string `json:"published,omitempty"`
 	// LastResult and ResultRun drive the thresholds: the last counted result
 	// and how many times in a row it came.
-	LastResult string         `json:"lastResult,omitempty"`
-	ResultRun  int            `json:"resultRun"`
-	History    []HistoryEntry `json:"history"`
+	LastResult string `json:"lastResult,omitempty"`
+	ResultRun  int    `json:"resultRun"`
+	// RestartDeferred says why the container's restart is held back (the
+	// restart budget, the workload guard, a PodDisruptionBudget), while
+	// it is.
+	RestartDeferred string         `json:"restartDeferred,omitempty"`
+	History         []HistoryEntry `json:"history"`
 }
 
 // Snapshot returns the worker's current state. It is safe to call from any
@@ -64,7 +68,7 @@ func (w *Worker) Snapshot() Snapshot {
 	p := w.snap
 	hist := w.hist.list()
 	w.mu.Unlock()
-	s := Snapshot{State: p.state, ContainerID: p.containerID, ResultRun: p.resultRun, History: hist}
+	s := Snapshot{State: p.state, ContainerID: p.containerID, ResultRun: p.resultRun, RestartDeferred: p.restartDeferred, History: hist}
 	if p.counted {
 		s.LastResult = resultWord(p.lastResult)
 	}

@@ -117,9 +117,12 @@ type Worker struct {
 	resultRun   int
 	onHold      bool
 	killPending bool // the last kill failed; retry while the instance runs
-	counted     bool // a result has been counted since the worker began
-	state       State
-	podIPs      []string // the last probe's Target.PodIPs, reused while they hold
+	// restartDeferred is why the Killer last held this instance's restart
+	// back, until a kill goes through or the instance changes.
+	restartDeferred string
+	counted         bool // a result has been counted since the worker began
+	state           State
+	podIPs          []string // the last probe's Target.PodIPs, reused while they hold
 
 	// mu guards what Snapshot reads (a published copy of the loop state and
 	// the history) and Run's single start.
@@ -356,16 +359,17 @@ func (w *Worker) exit() {
 
 // published is the loop state as Snapshot last saw it.
 type published struct {
-	state       State
-	containerID string
-	resultRun   int
-	lastResult  results.Result
-	counted     bool
+	state           State
+	containerID     string
+	resultRun       int
+	lastResult      results.Result
+	counted         bool
+	restartDeferred string
 }
 
 // publish copies the loop state for Snapshot.
 func (w *Worker) publish() {
-	p := published{w.state, w.containerID, w.resultRun, w.lastResult, w.counted}
+	p := published{w.state, w.containerID, w.resultRun, w.lastResult, w.counted, w.restartDeferred}
 	// Only this goroutine writes snap, so it may read it unlocked.
 	if p == w.snap {
 		return

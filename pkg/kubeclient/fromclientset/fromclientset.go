@@ -29,6 +29,22 @@ func (c clientset) AdmissionregistrationV1() kubeclient.AdmissionregistrationV1I
 	return admissionregistrationV1{c.cs}
 }
 
+func (c clientset) PolicyV1() kubeclient.PolicyV1Interface { return policyV1{c.cs} }
+
+func (c clientset) CoordinationV1() kubeclient.CoordinationV1Interface { return coordinationV1{c.cs} }
+
+type policyV1 struct{ cs kubernetes.Interface }
+
+func (g policyV1) PodDisruptionBudgets(ns string) kubeclient.PodDisruptionBudgetInterface {
+	return g.cs.PolicyV1().PodDisruptionBudgets(ns)
+}
+
+type coordinationV1 struct{ cs kubernetes.Interface }
+
+func (g coordinationV1) Leases(ns string) kubeclient.LeaseInterface {
+	return g.cs.CoordinationV1().Leases(ns)
+}
+
 type coreV1 struct{ cs kubernetes.Interface }
 
 func (g coreV1) Pods(ns string) kubeclient.PodInterface { return g.cs.CoreV1().Pods(ns) }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -50,23 +51,19 @@ func (f *certFiles) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 
 // run looks at the files every interval until ctx ends.
 func (f *certFiles) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		changed, err := f.reload()
-		switch {
-		case err != nil && err.Error() != f.lastErr:
-			f.lastErr = err.Error()
-			klog.ErrorS(err, "Serving certificate files changed but do not load; serving the previous certificate", "cert", f.certFile, "key", f.keyFile)
-		case err == nil && changed:
-			f.lastErr = ""
-			klog.InfoS("Serving certificate reloaded", "cert", f.certFile, "key", f.keyFile)
-		}
+	wait.UntilWithContext(ctx, f.look, interval)
+}
+
+// look reloads the files, logging a change and, once, a bad pair.
+func (f *certFiles) look(context.Context) {
+	changed, err := f.reload()
+	switch {
+	case err != nil && err.Error() != f.lastErr:
+		f.lastErr = err.Error()
+		klog.ErrorS(err, "Serving certificate files changed but do not load; serving the previous certificate", "cert", f.certFile, "key", f.keyFile)
+	case err == nil && changed:
+		f.lastErr = ""
+		klog.InfoS("Serving certificate reloaded", "cert", f.certFile, "key", f.keyFile)
 	}
 }
 

@@ -142,13 +142,19 @@ func (b *DisruptionBudgets) selecting(pod *v1.Pod) []*policyv1.PodDisruptionBudg
 }
 
 // Run gives back, every period until ctx ends, the disruptions of pods
-// that are Ready again after their restart, or gone.
+// that are Ready again after their restart, or gone, and forgets the
+// refusals of pods that are gone.
 func (b *DisruptionBudgets) Run(ctx context.Context, period time.Duration) {
 	wait.UntilWithContext(ctx, b.releaseRecovered, period)
 }
 
 func (b *DisruptionBudgets) releaseRecovered(ctx context.Context) {
 	b.mu.Lock()
+	for uid := range b.refusedSince {
+		if b.Pod(uid) == nil {
+			delete(b.refusedSince, uid)
+		}
+	}
 	var done []types.UID
 	for uid, s := range b.spent {
 		if p := b.Pod(uid); p == nil || (podReady(p) && restartCount(p, s.container) > s.restarts) {

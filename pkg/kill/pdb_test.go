@@ -261,3 +261,24 @@ func TestPDBGateNoPDB(t *testing.T) {
 		t.Errorf("%d API calls for a pod no PDB selects; want 0", n)
 	}
 }
+
+// The gate forgets what it kept about pods that are gone: a spent
+// disruption is given back, a refusal's start forgotten.
+func TestPDBGateForgetsGonePods(t *testing.T) {
+	w := newPDBWorld(pdbFor("web", 1, 3, 2))
+	a, b := webPod("a", true), webPod("b", true)
+	if err := w.kill(a); err != nil {
+		t.Fatal(err)
+	}
+	deferred(t, w.kill(b), DeferPDB, true)
+	delete(w.pods, a.UID)
+	delete(w.pods, b.UID)
+	w.gate.releaseRecovered(context.Background())
+	if len(w.gate.spent) != 0 || len(w.gate.refusedSince) != 0 {
+		t.Errorf("kept after the pods went: spent %v, refusedSince %v", w.gate.spent, w.gate.refusedSince)
+	}
+	l, err := w.cs.CoordinationV1().Leases("probed").Get(context.Background(), "probed-pdb-uid-web", metav1.GetOptions{})
+	if err != nil || len(decode(l)) != 0 {
+		t.Errorf("the Lease still holds records after the pod went: %v %v", err, l)
+	}
+}

@@ -49,6 +49,8 @@ type faultRig struct {
 	mu    sync.Mutex
 	round int
 	dups  []string // duplicate kills seen by the kubelet loop
+	// readErr is why liveInstances last could not tell, for the failure.
+	readErr error
 }
 
 // newFaultRig creates the pods; start runs probed.
@@ -259,7 +261,13 @@ func (r *faultRig) liveInstances(ctx context.Context) int64 {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	p, err := client.CoreV1().Pods(r.e.ns).Get(ctx, faultLivePod, metav1.GetOptions{})
-	if err != nil || len(p.Status.ContainerStatuses) == 0 {
+	if err == nil && len(p.Status.ContainerStatuses) == 0 {
+		err = fmt.Errorf("pod %s has no container statuses", faultLivePod)
+	}
+	if err != nil {
+		r.mu.Lock()
+		r.readErr = err
+		r.mu.Unlock()
 		return -1
 	}
 	return int64(p.Status.ContainerStatuses[0].RestartCount) + 1
@@ -336,7 +344,10 @@ func (r *faultRig) checkKills(fault string, since time.Time) {
 		return k == n && n > 0, nil
 	})
 	if err != nil {
-		r.t.Fatalf("%s: %d liveness kills of %d container instances after %v; want one each", fault, k, n, faultConverge)
+		r.mu.Lock()
+		readErr := r.readErr
+		r.mu.Unlock()
+		r.t.Fatalf("%s: %d liveness kills of %d container instances after %v; want one each (last read error: %v)", fault, k, n, faultConverge, readErr)
 	}
 	r.t.Logf("converge: %s/kills %v (%d instances, each killed once)", fault, time.Since(since).Round(time.Millisecond), n)
 	if n < faultMinInstances {

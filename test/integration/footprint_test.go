@@ -61,6 +61,12 @@ func TestFootprint110Pods(t *testing.T) {
 	}
 	pprofAddr := freeAddr(t)
 	t.Setenv("PROBED_PPROF_ADDR", pprofAddr)
+	// As deploy/daemonset.yaml runs it; FOOTPRINT_GOGC measures another.
+	gogc := "50"
+	if g := os.Getenv("FOOTPRINT_GOGC"); g != "" {
+		gogc = g
+	}
+	t.Setenv("GOGC", gogc)
 	if rate := os.Getenv("FOOTPRINT_MEMPROFILERATE"); rate != "" {
 		t.Setenv("GODEBUG", "memprofilerate="+rate)
 	}

@@ -258,7 +258,7 @@ func startProbedInMemoryLimit(t *testing.T, bin string, args []string) *limitedP
 	p := &limitedProbed{addr: ln.Addr().String(), cgroup: memoryCgroup(t, shippedMemoryLimit), stopped: make(chan struct{})}
 	_ = ln.Close()
 	args = append(args, "--metrics-bind-address="+p.addr, "--metrics-insecure-serving")
-	env := append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", shippedMemoryLimit>>20))
+	env := append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", shippedMemoryLimit>>20), "GOGC=50")
 	cmd, cmdArgs := bin, args
 	if p.cgroup != "" {
 		// The shell joins the cgroup, then becomes probed: no allocation

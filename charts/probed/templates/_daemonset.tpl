@@ -86,6 +86,8 @@ spec:
           valueFrom:
             resourceFieldRef:
               resource: limits.memory
+        - name: GOGC
+          value: "50"
         - name: POD_NAME
           valueFrom:
             fieldRef:

@@ -70,8 +70,10 @@ var (
 	// kubelet's semantics, under which every liveness or startup failure
 	// restarts its container at once; dozens of them fail within the same
 	// minute here, which probed's node-wide restart budget (default 10 per
-	// minute) would rightly defer, so the budget is off.
-	probedArgs = []string{"-v=3", "--liveness-restart-budget=0"}
+	// minute) would rightly defer, so the budget is off. --pdb-restarts is
+	// on, with deploy/pdb-restarts' grants: pods no PDB selects (all but
+	// TestPDBRestartsOnNode's) must behave exactly as without it.
+	probedArgs = []string{"-v=3", "--liveness-restart-budget=0", "--pdb-restarts"}
 
 	// images are imported into the node's containerd; all are built offline.
 	images = []string{"busybox.tar", "probe-target.tar", "probed.tar"}
@@ -194,6 +196,10 @@ func run(m *testing.M) (code int) {
 	}
 
 	t0 = time.Now()
+	if err := applyPDBRestartsGrants(ctx); err != nil {
+		logf("%v", err)
+		return 1
+	}
 	probedArgs = append(probedArgs, strings.Fields(os.Getenv("E2E_PROBED_ARGS"))...)
 	if err := nd.DeployProbed(ctx, probedImage, probedArgs...); err != nil {
 		logf("deploying probed: %v", err)

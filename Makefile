@@ -114,4 +114,4 @@ bench:
 soak:
 	bash hack/test.sh soak
 
-scale: ; bash hack/scale.sh # issue 16: 50 simulated nodes x 30 pods, ~10 min; see docs/scale.md
+scale: ; bash hack/scale.sh # issue 16: 50 simulated nodes x 30 pods, ~10 min, and TestPDBRestarts; see docs/scale.md

@@ -4,8 +4,10 @@
 # SCALE_PODS pods per node (default 30; 110 overloads 2 cores, see docs/scale.md), through every phase: steady state,
 # readiness transitions, liveness kills, an event storm, a rolling restart of
 # every probed and an apiserver restart. Writes .cache/scale/result.json
-# (SCALE_OUT); docs/scale.md explains the figures. Then the kubelet-alone
-# comparison on a real node (.cache/scale/kubelet.json). About 15 minutes on 2 cores.
+# (SCALE_OUT); docs/scale.md explains the figures. Before it, TestPDBRestarts:
+# --pdb-restarts over 5 nodes' probeds (docs/pdb-restarts.md, about 1 minute;
+# not in CI). Then the kubelet-alone comparison on a real node
+# (.cache/scale/kubelet.json). About 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/install-deps.sh

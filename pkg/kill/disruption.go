@@ -23,6 +23,12 @@ type budgetJudgement struct {
 	// until the pod is Ready again (a pod already unhealthy spends none, as
 	// in an eviction).
 	Spend bool
+	// Held: the pod already has a record under the PDB, an earlier kill's
+	// not yet given back (the worker's retry of a kill that failed, or a
+	// new container killed before its restart was seen Ready, or a record
+	// from before probed restarted); this kill goes under it, and the
+	// record is then held until the pod is Ready after this kill.
+	Held bool
 	// Why says why not, for the event: the PDB, its numbers, the rule.
 	Why string
 }

@@ -79,8 +79,8 @@ func (l *Ledger) spend(ctx context.Context, pdb *policyv1.PodDisruptionBudget, p
 		}
 		records := l.live(lease)
 		if _, ok := records[string(pod.UID)]; ok {
-			// A retry of a kill already recorded.
-			return budgetJudgement{Allowed: true}, nil
+			// A kill of a pod already recorded: it goes under that record.
+			return budgetJudgement{Allowed: true, Held: true}, nil
 		}
 		verdict := j(int32(len(records)))
 		if !verdict.Allowed || !verdict.Spend {

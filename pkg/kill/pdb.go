@@ -74,14 +74,20 @@ func (b *DisruptionBudgets) admit(ctx context.Context, pod *v1.Pod, container st
 	if len(pdbs) == 0 {
 		return admission{Allowed: true}
 	}
-	var spentUnder []types.UID
+	// spentUnder: the disruptions this kill spent, given back if another
+	// PDB refuses; heldUnder: records of an earlier kill of the pod, which
+	// this kill goes under and which a refusal leaves as they were.
+	var spentUnder, heldUnder []types.UID
 	for _, pdb := range pdbs {
 		verdict, err := b.Ledger.spend(ctx, pdb, pod, func(inFlight int32) budgetJudgement {
 			return judge(pdb, pod, inFlight)
 		})
 		if err == nil && verdict.Allowed {
-			if verdict.Spend {
+			switch {
+			case verdict.Spend:
 				spentUnder = append(spentUnder, pdb.UID)
+			case verdict.Held:
+				heldUnder = append(heldUnder, pdb.UID)
 			}
 			continue
 		}
@@ -98,11 +104,19 @@ func (b *DisruptionBudgets) admit(ctx context.Context, pod *v1.Pod, container st
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.refusedSince, pod.UID)
-	if len(spentUnder) > 0 {
+	if under := slices.Concat(spentUnder, heldUnder); len(under) > 0 {
 		if b.spent == nil {
 			b.spent = map[types.UID]spentRestart{}
 		}
-		b.spent[pod.UID] = spentRestart{pdbs: spentUnder, container: container, restarts: restartCount(pod, container)}
+		// The restart count of this kill: a record held from an earlier
+		// one lasts until the pod is Ready after this one, not the first
+		// (which the pod may still show while this one stops it).
+		for _, uid := range b.spent[pod.UID].pdbs {
+			if !slices.Contains(under, uid) {
+				under = append(under, uid)
+			}
+		}
+		b.spent[pod.UID] = spentRestart{pdbs: under, container: container, restarts: restartCount(pod, container)}
 	}
 	return admission{Allowed: true}
 }

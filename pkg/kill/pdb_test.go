@@ -282,3 +282,61 @@ func TestPDBGateForgetsGonePods(t *testing.T) {
 		t.Errorf("the Lease still holds records after the pod went: %v %v", err, l)
 	}
 }
+
+// A pod killed again before the disruption of its last restart was given
+// back (its new container failed liveness within the release period, or
+// probed restarted and does not know the record) goes under that record,
+// which must then last until the pod is Ready again after this restart.
+// Before, the release loop kept the first restart's count and gave the
+// record back at once, while the pod still showed Ready from before the
+// second kill (its stop takes the grace period): a second pod went while
+// the first was down.
+func TestPDBGateSecondKillKeepsItsRecord(t *testing.T) {
+	w := newPDBWorld(pdbFor("web", 1, 3, 2))
+	a, b := webPod("a", true), webPod("b", true)
+	if err := w.kill(a); err != nil {
+		t.Fatal(err)
+	}
+	// a's restarted container is Ready; before the release loop runs, it
+	// fails liveness and is killed again.
+	again := webPod("a", true)
+	again.Status.ContainerStatuses[0].RestartCount = 1
+	if err := w.kill(again); err != nil {
+		t.Fatalf("second kill under the pod's own record: %v", err)
+	}
+	// The informer still shows a Ready with one restart: the second is in flight.
+	w.gate.releaseRecovered(context.Background())
+	deferred(t, w.kill(b), DeferPDB, true)
+	// a is Ready after its second restart: its disruption comes back.
+	ready := webPod("a", true)
+	ready.Status.ContainerStatuses[0].RestartCount = 2
+	w.pods[a.UID] = ready
+	w.gate.releaseRecovered(context.Background())
+	if err := w.kill(b); err != nil {
+		t.Fatalf("kill after a is Ready again: %v", err)
+	}
+}
+
+// After a restart of probed the gate no longer knows the records its node
+// wrote; a pod killed again under one of them gives it back once Ready,
+// rather than holding the budget until the record's HoldFor runs out.
+func TestPDBGateRecordFromBeforeARestart(t *testing.T) {
+	w := newPDBWorld(pdbFor("web", 1, 3, 2))
+	a, b := webPod("a", true), webPod("b", true)
+	if err := w.kill(a); err != nil {
+		t.Fatal(err)
+	}
+	w.gate.spent = nil // probed restarted
+	again := webPod("a", true)
+	again.Status.ContainerStatuses[0].RestartCount = 1
+	if err := w.kill(again); err != nil {
+		t.Fatal(err)
+	}
+	ready := webPod("a", true)
+	ready.Status.ContainerStatuses[0].RestartCount = 2
+	w.pods[a.UID] = ready
+	w.gate.releaseRecovered(context.Background())
+	if err := w.kill(b); err != nil {
+		t.Fatalf("kill after a is Ready again: %v", err)
+	}
+}

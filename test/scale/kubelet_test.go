@@ -52,6 +52,13 @@ type kubelet struct {
 	// writeErrors counts failed status writes; the result reports them.
 	writeErrors atomic.Int64
 
+	// restartDelay, if set, replaces the crash-loop back-off before the
+	// n-th restart (n from 0); onKill, if set, hears every kill as the
+	// runtime takes it: the pod and its restarts so far. Both are set
+	// before run.
+	restartDelay func(n int) time.Duration
+	onKill       func(key string, restarts int)
+
 	mu         sync.Mutex
 	seen       map[string]time.Time // "<ns>/<pod> <type>=<status>" → first seen
 	containers map[string]string    // runtime container ID → "<ns>/<pod>"
@@ -314,6 +321,9 @@ func (k *kubelet) containerStopped(ctx context.Context, id string) {
 	if !ok {
 		return
 	}
+	if k.onKill != nil {
+		k.onKill(key, n)
+	}
 	go func() {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		// From the cache, as the kubelet's status manager works.
@@ -340,7 +350,13 @@ func (k *kubelet) containerStopped(ctx context.Context, id string) {
 		}
 		// The kubelet restarts at once the first time, then backs off
 		// 10 s, 20 s, ... up to 5 min.
-		if n > 0 {
+		if k.restartDelay != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(k.restartDelay(n)):
+			}
+		} else if n > 0 {
 			select {
 			case <-ctx.Done():
 				return

@@ -47,7 +47,9 @@ type simNode struct {
 	Kubeconfig string // probed's, with its node-bound token
 	Probed     *probedProc
 	Pods       []string // pod names, in the node's namespace
-	dir        string
+	// Env is probed's environment; nil inherits the test's.
+	Env []string
+	dir string
 }
 
 func (n *simNode) key(pod string) string { return n.NS + "/" + pod }
@@ -152,11 +154,22 @@ func (n *simNode) createPods(ctx context.Context, k *kubelet, m int) error {
 }
 
 func (n *simNode) createPod(ctx context.Context, k *kubelet, name string) error {
+	return n.createPodIn(ctx, k, n.NS, name, nil, n.annotation(name))
+}
+
+// createPodIn creates pod ns/name bound to the node, with labels besides
+// podLabel and the probes annotation, and marks it Running as its kubelet
+// would.
+func (n *simNode) createPodIn(ctx context.Context, k *kubelet, ns, name string, labels map[string]string, probes string) error {
+	l := map[string]string{podLabel: "true"}
+	for key, v := range labels {
+		l[key] = v
+	}
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: n.NS,
-			Labels:      map[string]string{podLabel: "true"},
-			Annotations: map[string]string{"probed.io/probes": n.annotation(name)},
+			Name: name, Namespace: ns,
+			Labels:      l,
+			Annotations: map[string]string{"probed.io/probes": probes},
 		},
 		Spec: v1.PodSpec{
 			NodeName:                      n.Name,
@@ -165,19 +178,19 @@ func (n *simNode) createPod(ctx context.Context, k *kubelet, name string) error 
 			ReadinessGates:                []v1.PodReadinessGate{{ConditionType: gate}},
 		},
 	}
-	created, err := client.CoreV1().Pods(n.NS).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		created, err = client.CoreV1().Pods(n.NS).Get(ctx, name, metav1.GetOptions{})
+		created, err = client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return err
 	}
-	k.registerContainer(n.key(name), created.UID, 0)
+	k.registerContainer(ns+"/"+name, created.UID, 0)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		runningStatus(created, n.Site.IP, time.Now())
-		_, err := client.CoreV1().Pods(n.NS).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		_, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
-			if fresh, gerr := client.CoreV1().Pods(n.NS).Get(ctx, name, metav1.GetOptions{}); gerr == nil {
+			if fresh, gerr := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); gerr == nil {
 				created = fresh
 			}
 		}
@@ -216,7 +229,7 @@ func (n *simNode) startProbed(extra []string) error {
 		"--probe-host-policy=kubelet",
 		"-v=1",
 	}, extra...)
-	p, err := proc.Start("probed-"+n.Name, filepath.Join(n.dir, "probed.log"), filepath.Join(n.dir, "probed.pid"), probedBin, args, proc.Options{})
+	p, err := proc.Start("probed-"+n.Name, filepath.Join(n.dir, "probed.log"), filepath.Join(n.dir, "probed.pid"), probedBin, args, proc.Options{Env: n.Env})
 	if err != nil {
 		return err
 	}

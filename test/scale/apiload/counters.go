@@ -20,6 +20,8 @@ import (
 // the figures need, keyed readably:
 //
 //	req VERB resource[/subresource]   apiserver_request_total, summed over codes
+//	                                  (pods, events, nodes, leases)
+//	code VERB leases CODE             the same for leases, by response code
 //	fs <flow schema>                  apiserver_flowcontrol_dispatched_requests_total
 //	watchev <Kind>                    apiserver_watch_events_total
 //	watchbytes <Kind>                 apiserver_watch_events_sizes_sum
@@ -53,7 +55,7 @@ func Scrape(ctx context.Context, c kubernetes.Interface) (Counters, error) {
 		}
 		switch name {
 		case "apiserver_request_total":
-			if r := labels["resource"]; r == "pods" || r == "events" || r == "nodes" {
+			if r := labels["resource"]; r == "pods" || r == "events" || r == "nodes" || r == "leases" {
 				if s := labels["subresource"]; s != "" {
 					r += "/" + s
 				}
@@ -61,6 +63,9 @@ func Scrape(ctx context.Context, c kubernetes.Interface) (Counters, error) {
 					r += ".events.k8s.io"
 				}
 				out["req "+labels["verb"]+" "+r] += v
+				if r == "leases" {
+					out["code "+labels["verb"]+" leases "+labels["code"]] += v
+				}
 			}
 		case "apiserver_flowcontrol_dispatched_requests_total":
 			if strings.HasPrefix(labels["flow_schema"], "scale-") {

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/probed-dev/probed/test/harness/manifest"
@@ -25,6 +26,9 @@ func applyPDBRestartsGrants(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before deploy/ makes probed's namespace: the Role and its binding
+	// live there, and probed must find them when it starts.
+	objs = append([]runtime.Object{&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "probed-system"}}}, objs...)
 	for _, o := range objs {
 		if err := manifest.CreateIfMissing(ctx, client, o); err != nil {
 			return fmt.Errorf("deploy/pdb-restarts: %w", err)

@@ -38,7 +38,7 @@ func applyPDBRestartsGrants(ctx context.Context) error {
 }
 
 // TestPDBRestartsOnNode puts three bare pods under a PodDisruptionBudget of
-// maxUnavailable 1 (the real disruption controller keeps its status) and
+// minAvailable 2 (the real disruption controller keeps its status) and
 // fails their liveness together while they stay Ready, with probed run
 // with --pdb-restarts as the tier runs it: a RestartDisruptionBudget
 // Warning names the PDB, at most one pod is ever down at a time, and every
@@ -46,10 +46,13 @@ func applyPDBRestartsGrants(ctx context.Context) error {
 func TestPDBRestartsOnNode(t *testing.T) {
 	const name, n = "pdbr", 3
 	ctx := context.Background()
-	one := intstr.FromInt32(1)
+	// minAvailable n-1, a budget of one: the disruption controller counts
+	// bare pods only against an integer minAvailable (maxUnavailable needs
+	// a controller's scale).
+	keep := intstr.FromInt32(n - 1)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one,
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &keep,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 	}
 	if _, err := client.PolicyV1().PodDisruptionBudgets(testNS).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -40,9 +41,12 @@ func applyPDBRestartsGrants(ctx context.Context) error {
 // TestPDBRestartsOnNode puts three bare pods under a PodDisruptionBudget of
 // minAvailable 2 (the real disruption controller keeps its status) and
 // fails their liveness together while they stay Ready, with probed run
-// with --pdb-restarts as the tier runs it: a RestartDisruptionBudget
+// with --pdb-restarts as the tier runs it. A restart cures a container
+// (curedByRestart), so every pod's turn comes: a RestartDisruptionBudget
 // Warning names the PDB, at most one pod is ever down at a time, and every
-// pod is restarted, one after another as each comes back Ready.
+// pod is restarted, one after another as each comes back Ready. (While a
+// restart does not cure, the pod restarted first keeps the budget and the
+// others keep running: pkg/kill's tests and the scale tier cover that.)
 func TestPDBRestartsOnNode(t *testing.T) {
 	const name, n = "pdbr", 3
 	ctx := context.Background()
@@ -63,7 +67,7 @@ func TestPDBRestartsOnNode(t *testing.T) {
 	})
 	outage := newSharedOutage(t, name)
 	for i := range n {
-		tmpl := outage.podTemplate(map[string]string{"app": name})
+		tmpl := curedByRestart(t, outage.podTemplate(map[string]string{"app": name}))
 		p := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 		p.Name, p.Namespace = fmt.Sprintf("%s-%d", name, i), testNS
 		if _, err := client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
@@ -139,4 +143,25 @@ func notReady(pods []v1.Pod) int {
 		}
 	}
 	return n
+}
+
+// curedByRestart changes tmpl's liveness so that a container started
+// while /shared/all exists passes it: it marks itself fresh at start. The
+// containers already running when the outage begins fail; each restarted
+// one passes.
+func curedByRestart(t *testing.T, tmpl v1.PodTemplateSpec) v1.PodTemplateSpec {
+	t.Helper()
+	live := &v1.Probe{
+		ProbeHandler:     execHandler("sh", "-c", `test ! -e /shared/all || test -e /tmp/fresh`),
+		PeriodSeconds:    2,
+		TimeoutSeconds:   2,
+		FailureThreshold: 1,
+	}
+	annotation, err := json.Marshal(map[string]probes{"app": {Liveness: live}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Annotations = map[string]string{"probed.io/probes": string(annotation)}
+	tmpl.Spec.Containers[0].Command = []string{"/bin/sh", "-c", `if [ -e /shared/all ]; then touch /tmp/fresh; fi; trap "exit 0" TERM; sleep 100000 & wait`}
+	return tmpl
 }

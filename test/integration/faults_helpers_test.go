@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/probed-dev/probed/test/harness/controlplane"
@@ -51,12 +52,31 @@ type faultRig struct {
 	dups  []string // duplicate kills seen by the kubelet loop
 	// readErr is why liveInstances last could not tell, for the failure.
 	readErr error
+	// api is the rig's own client of the API server, over HTTP/1.1: a
+	// request that times out closes its connection, so a connection the
+	// restarted API server left hanging costs one request, not the ~45 s
+	// HTTP/2's ping takes to notice (the rig stalled that long, and failed
+	// its one-minute convergence, on a loaded machine).
+	api kubernetes.Interface
+}
+
+// http1Client is the admin client over HTTP/1.1, for the fault rig.
+func http1Client(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	cfg := cp.RESTConfig()
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // newFaultRig creates the pods; start runs probed.
 func newFaultRig(t *testing.T, mode string) *faultRig {
 	t.Helper()
-	r := &faultRig{t: t, e: newEnv(t), mode: mode}
+	r := &faultRig{t: t, e: newEnv(t), mode: mode, api: http1Client(t)}
 	ip := loopbackIP()
 	gates := mode == "conditions"
 	for i := 0; i < faultReadyPods; i++ {
@@ -157,7 +177,9 @@ func (r *faultRig) flipEvery(period time.Duration) (stop func()) {
 // mismatches lists the readiness pods whose status disagrees with their
 // target's health, from the API server (not through any proxy).
 func (r *faultRig) mismatches() []string {
-	list, err := client.CoreV1().Pods(r.e.ns).List(r.e.ctx, metav1.ListOptions{})
+	ctx, cancel := context.WithTimeout(r.e.ctx, 5*time.Second)
+	defer cancel()
+	list, err := r.api.CoreV1().Pods(r.e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -260,7 +282,7 @@ func (r *faultRig) liveInstances(ctx context.Context) int64 {
 	// hang until HTTP/2's ping notices (45 s): bound each one instead.
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	p, err := client.CoreV1().Pods(r.e.ns).Get(ctx, faultLivePod, metav1.GetOptions{})
+	p, err := r.api.CoreV1().Pods(r.e.ns).Get(ctx, faultLivePod, metav1.GetOptions{})
 	if err == nil && len(p.Status.ContainerStatuses) == 0 {
 		err = fmt.Errorf("pod %s has no container statuses", faultLivePod)
 	}
@@ -322,7 +344,7 @@ func (r *faultRig) runKubelet() (stop func()) {
 func (r *faultRig) tryRestart(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	p, err := client.CoreV1().Pods(r.e.ns).Get(rctx, faultLivePod, metav1.GetOptions{})
+	p, err := r.api.CoreV1().Pods(r.e.ns).Get(rctx, faultLivePod, metav1.GetOptions{})
 	if err != nil || len(p.Status.ContainerStatuses) == 0 {
 		return
 	}
@@ -330,7 +352,7 @@ func (r *faultRig) tryRestart(ctx context.Context) {
 	cs.RestartCount++
 	cs.ContainerID = fmt.Sprintf("containerd://%s-%s-%d", p.UID, cs.Name, cs.RestartCount)
 	cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}
-	_, _ = client.CoreV1().Pods(r.e.ns).UpdateStatus(rctx, p, metav1.UpdateOptions{})
+	_, _ = r.api.CoreV1().Pods(r.e.ns).UpdateStatus(rctx, p, metav1.UpdateOptions{})
 }
 
 // checkKills waits until probed has killed the liveness container's last

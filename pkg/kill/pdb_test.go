@@ -123,6 +123,18 @@ type pdbWorld struct {
 	metric *Metrics
 }
 
+// oneSpentOnA is a world whose PDB allows one disruption, spent by a
+// kill of pod a; pod b is Ready under the same PDB.
+func oneSpentOnA(t *testing.T) (w *pdbWorld, a, b *v1.Pod) {
+	t.Helper()
+	w = newPDBWorld(pdbFor("web", 1, 3, 2))
+	a, b = webPod("a", true), webPod("b", true)
+	if err := w.kill(a); err != nil {
+		t.Fatalf("first kill: %v", err)
+	}
+	return w, a, b
+}
+
 func newPDBWorld(pdbs ...*policyv1.PodDisruptionBudget) *pdbWorld {
 	w := &pdbWorld{clk: clocktesting.NewFakeClock(epoch), cs: fake.NewClientset(), pdbs: pdbs, pods: map[types.UID]*v1.Pod{},
 		inner: &fakeKiller{}, rec: &recorder{}, metric: NewMetrics(prometheus.NewRegistry())}
@@ -145,11 +157,7 @@ func (w *pdbWorld) kill(p *v1.Pod) error {
 // Warning event naming the PDB, the metric, Reprobe) until the first pod
 // is Ready again after its restart; then the disruption comes back.
 func TestPDBGateRollingRestart(t *testing.T) {
-	w := newPDBWorld(pdbFor("web", 1, 3, 2))
-	a, b := webPod("a", true), webPod("b", true)
-	if err := w.kill(a); err != nil {
-		t.Fatalf("first kill: %v", err)
-	}
+	w, a, b := oneSpentOnA(t)
 	deferred(t, w.kill(b), DeferPDB, true)
 	deferred(t, w.kill(b), DeferPDB, true)
 	evs := w.rec.byReason(ReasonDisruptionBudget)
@@ -183,11 +191,7 @@ func TestPDBGateRollingRestart(t *testing.T) {
 // A retried kill of a pod already recorded spends nothing more; a record
 // ends by itself after the Ledger's HoldFor (a node that went away).
 func TestPDBLedgerRetryAndExpiry(t *testing.T) {
-	w := newPDBWorld(pdbFor("web", 1, 3, 2))
-	a, b := webPod("a", true), webPod("b", true)
-	if err := w.kill(a); err != nil {
-		t.Fatal(err)
-	}
+	w, a, b := oneSpentOnA(t)
 	if err := w.kill(a); err != nil {
 		t.Fatalf("retry of a recorded kill: %v", err)
 	}
@@ -265,11 +269,7 @@ func TestPDBGateNoPDB(t *testing.T) {
 // The gate forgets what it kept about pods that are gone: a spent
 // disruption is given back, a refusal's start forgotten.
 func TestPDBGateForgetsGonePods(t *testing.T) {
-	w := newPDBWorld(pdbFor("web", 1, 3, 2))
-	a, b := webPod("a", true), webPod("b", true)
-	if err := w.kill(a); err != nil {
-		t.Fatal(err)
-	}
+	w, a, b := oneSpentOnA(t)
 	deferred(t, w.kill(b), DeferPDB, true)
 	delete(w.pods, a.UID)
 	delete(w.pods, b.UID)
@@ -292,11 +292,7 @@ func TestPDBGateForgetsGonePods(t *testing.T) {
 // second kill (its stop takes the grace period): a second pod went while
 // the first was down.
 func TestPDBGateSecondKillKeepsItsRecord(t *testing.T) {
-	w := newPDBWorld(pdbFor("web", 1, 3, 2))
-	a, b := webPod("a", true), webPod("b", true)
-	if err := w.kill(a); err != nil {
-		t.Fatal(err)
-	}
+	w, a, b := oneSpentOnA(t)
 	// a's restarted container is Ready; before the release loop runs, it
 	// fails liveness and is killed again.
 	again := webPod("a", true)
@@ -321,11 +317,7 @@ func TestPDBGateSecondKillKeepsItsRecord(t *testing.T) {
 // wrote; a pod killed again under one of them gives it back once Ready,
 // rather than holding the budget until the record's HoldFor runs out.
 func TestPDBGateRecordFromBeforeARestart(t *testing.T) {
-	w := newPDBWorld(pdbFor("web", 1, 3, 2))
-	a, b := webPod("a", true), webPod("b", true)
-	if err := w.kill(a); err != nil {
-		t.Fatal(err)
-	}
+	w, a, b := oneSpentOnA(t)
 	w.gate.spent = nil // probed restarted
 	again := webPod("a", true)
 	again.Status.ContainerStatuses[0].RestartCount = 1

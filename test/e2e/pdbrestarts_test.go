@@ -66,17 +66,7 @@ func TestPDBRestartsOnNode(t *testing.T) {
 		_ = client.PolicyV1().PodDisruptionBudgets(testNS).Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 	outage := newSharedOutage(t, name)
-	for i := range n {
-		tmpl := curedByRestart(t, outage.podTemplate(map[string]string{"app": name}))
-		p := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-		p.Name, p.Namespace = fmt.Sprintf("%s-%d", name, i), testNS
-		if _, err := client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = client.CoreV1().Pods(testNS).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-		})
-	}
+	createBarePods(t, name, n, curedByRestart(t, outage.podTemplate(map[string]string{"app": name})))
 	var pods []v1.Pod
 	pollT(t, "3 pods Ready", podStartTimeout, func() bool {
 		pods = podsOf(t, name)

@@ -90,6 +90,22 @@ func (o *sharedOutage) podTemplate(labels map[string]string) v1.PodTemplateSpec 
 	}
 }
 
+// createBarePods creates n pods of tmpl without a controller, named
+// <name>-<i> in testNS, deleted at once when the test ends.
+func createBarePods(t *testing.T, name string, n int, tmpl v1.PodTemplateSpec) {
+	t.Helper()
+	for i := range n {
+		p := &v1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		p.Name, p.Namespace = fmt.Sprintf("%s-%d", name, i), testNS
+		if _, err := client.CoreV1().Pods(testNS).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = client.CoreV1().Pods(testNS).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+		})
+	}
+}
+
 // scrape returns probed's metric samples whose line starts with prefix, summed.
 func scrape(t *testing.T, prefix string) float64 {
 	t.Helper()
@@ -337,17 +353,7 @@ func TestRestartBudgetOnNode(t *testing.T) {
 	})
 	outage := newSharedOutage(t, name)
 	var pods []v1.Pod
-	for i := 0; i < n; i++ {
-		tmpl := outage.podTemplate(map[string]string{"app": name})
-		p := &v1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
-		p.Name, p.Namespace = fmt.Sprintf("%s-%d", name, i), testNS
-		if _, err := client.CoreV1().Pods(testNS).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = client.CoreV1().Pods(testNS).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
-		})
-	}
+	createBarePods(t, name, n, outage.podTemplate(map[string]string{"app": name}))
 	pollT(t, "4 pods running", podStartTimeout, func() bool {
 		pods = podsOf(t, name)
 		running := 0

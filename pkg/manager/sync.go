@@ -140,6 +140,7 @@ func (m *Manager) triggerNotReady(pod *v1.Pod) {
 // reconcileWorkersLocked starts, keeps or replaces workers. An unchanged probe
 // keeps its worker and its state; a changed one gets a fresh worker.
 func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *podEntry, declared []probespec.DeclaredProbe) {
+	var launch []func()
 	want := make(map[probeKey]probespec.DeclaredProbe, len(declared))
 	e.order = e.order[:0]
 	seen := map[string]bool{}
@@ -177,7 +178,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		// The replacement starts once the old worker has cleaned up, so its
 		// results are never removed from under the new one.
 		if ok {
-			m.startWorkerLocked(ctx, pod, e, d, w.Done())
+			launch = append(launch, m.addWorkerLocked(ctx, pod, e, d, w.Done()))
 		}
 	}
 	for k, d := range want {
@@ -197,7 +198,7 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 		}
 		delete(e.ended, k)
 		delete(e.endedOn, k)
-		m.startWorkerLocked(ctx, pod, e, d, nil)
+		launch = append(launch, m.addWorkerLocked(ctx, pod, e, d, nil))
 	}
 	for k := range e.ended {
 		if _, ok := want[k]; !ok {
@@ -205,7 +206,13 @@ func (m *Manager) reconcileWorkersLocked(ctx context.Context, pod *v1.Pod, e *po
 			delete(e.endedOn, k)
 		}
 	}
+	// Only now do the new workers run: a readiness worker must not probe
+	// before the startup worker beside it, added later in this map's
+	// order, gates it.
 	publishStartedLocked(e)
+	for _, run := range launch {
+		run()
+	}
 }
 
 // publishStartedLocked tells the pod's started rule, which its workers
@@ -241,7 +248,9 @@ func runsAgain(pod *v1.Pod, name, endedOn string) bool {
 	return cs != nil && cs.ContainerID != "" && cs.ContainerID != endedOn
 }
 
-func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d probespec.DeclaredProbe, after <-chan struct{}) {
+// addWorkerLocked registers the worker for d and returns what runs it,
+// which the caller calls once the pod's started rule knows every worker.
+func (m *Manager) addWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry, d probespec.DeclaredProbe, after <-chan struct{}) (run func()) {
 	k := probeKey{d.Container.Name, d.Type}
 	uid := pod.UID
 	var w *worker.Worker
@@ -275,17 +284,17 @@ func (m *Manager) startWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntr
 	})
 	e.workers[k] = w
 	e.specs[k] = d
-	// Before it runs: the pod's other workers must see it gate them.
-	publishStartedLocked(e)
-	go func() {
-		if after != nil {
-			select {
-			case <-after:
-			case <-ctx.Done():
+	return func() {
+		go func() {
+			if after != nil {
+				select {
+				case <-after:
+				case <-ctx.Done():
+				}
 			}
-		}
-		w.Run(ctx)
-	}()
+			w.Run(ctx)
+		}()
+	}
 }
 
 // carrySuccessLocked keeps the Success of a readiness or startup worker about

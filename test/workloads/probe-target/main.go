@@ -18,7 +18,19 @@
 //	gRPC (--grpc):        grpc.health.v1.Health; service "" follows /healthz,
 //	                      service "ready" follows /readyz
 //	  --grpc-tls          over TLS, with a self-signed certificate made at start
-//	                      (as agnhost's --tls-cert-file for the gRPC TLS tests)
+//	                      (as agnhost's --tls-cert-file for the gRPC TLS tests),
+//	                      or --tls-dir's
+//	HTTPS (--https):      the HTTP endpoints over TLS (HTTP/2 and HTTP/1.1), with
+//	                      --tls-dir's certificate or a self-signed one
+//	--tls-dir DIR         the certificate of --https and --grpc-tls: DIR/tls.crt and
+//	                      DIR/tls.key, as a kubernetes.io/tls Secret's volume has
+//	                      them. They are re-read when they change (the kubelet
+//	                      swaps the volume's ..data symlink): each handshake stats
+//	                      the files, and a change takes effect from that handshake on.
+//	--tls-require-client-cert
+//	                      refuse TLS clients without a certificate that DIR/ca.crt
+//	                      verifies (re-read with the rest), and log each accepted
+//	                      one's subject CN: one line per handshake
 //
 // --start-delay postpones every listener, for slow starters behind a startup
 // probe. On SIGTERM it turns unready, waits --term-delay, and exits 0.
@@ -65,6 +77,9 @@ type config struct {
 	termDelay        time.Duration
 	h2c              bool
 	grpcTLS          bool
+	httpsAddr        string
+	tlsDir           string
+	requireClient    bool
 }
 
 func main() {
@@ -80,7 +95,10 @@ func main() {
 	flag.StringVar(&c.unreadyFile, "unready-file", "", "/readyz is not ready while this file exists")
 	flag.DurationVar(&c.termDelay, "term-delay", 0, "on SIGTERM, stay up (unready) this long before exiting")
 	flag.BoolVar(&c.h2c, "h2c", false, "serve HTTP/2 cleartext (prior knowledge) besides HTTP/1.1 on --http")
-	flag.BoolVar(&c.grpcTLS, "grpc-tls", false, "serve --grpc over TLS with a self-signed certificate")
+	flag.BoolVar(&c.grpcTLS, "grpc-tls", false, "serve --grpc over TLS (--tls-dir's certificate, or a self-signed one)")
+	flag.StringVar(&c.httpsAddr, "https", "", "HTTPS listen address (the HTTP endpoints over TLS); empty disables it")
+	flag.StringVar(&c.tlsDir, "tls-dir", "", "directory with tls.crt and tls.key (and ca.crt) for --https and --grpc-tls, re-read when they change")
+	flag.BoolVar(&c.requireClient, "tls-require-client-cert", false, "TLS listeners require a client certificate that --tls-dir's ca.crt verifies")
 	flag.Parse()
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("probe-target: ")
@@ -95,6 +113,8 @@ type target struct {
 	started     time.Time
 	forcedFail  atomic.Bool
 	terminating atomic.Bool
+	// certs serves --tls-dir's certificate; nil without --tls-dir.
+	certs *certDir
 }
 
 // healthy reports the liveness state and why it is unhealthy.
@@ -177,6 +197,9 @@ func (t *target) mux() *http.ServeMux {
 
 func run(c config) error {
 	t := &target{cfg: c, started: time.Now()}
+	if err := t.setupTLS(); err != nil {
+		return err
+	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	log.Printf("started: %+v", c)
@@ -191,8 +214,8 @@ func run(c config) error {
 		}
 	}
 
-	errs := make(chan error, 3)
-	var httpSrv *http.Server
+	errs := make(chan error, 4)
+	var httpSrv, httpsSrv *http.Server
 	if c.httpAddr != "" {
 		ln, err := net.Listen("tcp", c.httpAddr)
 		if err != nil {
@@ -201,6 +224,19 @@ func run(c config) error {
 		httpSrv = t.httpServer()
 		go func() { errs <- httpSrv.Serve(ln) }()
 		log.Printf("HTTP on %s", ln.Addr())
+	}
+	if c.httpsAddr != "" {
+		ln, err := net.Listen("tcp", c.httpsAddr)
+		if err != nil {
+			return err
+		}
+		cfg, err := t.serverTLS("HTTPS", []string{"h2", "http/1.1"})
+		if err != nil {
+			return err
+		}
+		httpsSrv = &http.Server{Handler: t.mux(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errs <- httpsSrv.Serve(tls.NewListener(ln, cfg)) }()
+		log.Printf("HTTPS on %s (certificate from %q, client certificates required: %v)", ln.Addr(), c.tlsDir, c.requireClient)
 	}
 	if c.tcpAddr != "" {
 		ln, err := net.Listen("tcp", c.tcpAddr)
@@ -242,8 +278,11 @@ func run(c config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if httpSrv != nil {
-		if err := httpSrv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	for _, srv := range []*http.Server{httpSrv, httpsSrv} {
+		if srv == nil {
+			continue
+		}
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			log.Printf("HTTP shutdown: %v", err)
 		}
 	}
@@ -269,11 +308,12 @@ func (t *target) httpServer() *http.Server {
 func (t *target) grpcServer() (*grpc.Server, error) {
 	var opts []grpc.ServerOption
 	if t.cfg.grpcTLS {
-		cert, err := selfSigned()
+		// gRPC clients insist on ALPN's h2.
+		cfg, err := t.serverTLS("gRPC", []string{"h2"})
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(&cert)))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
 	}
 	srv := grpc.NewServer(opts...)
 	hs := health.NewServer()

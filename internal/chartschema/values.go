@@ -54,6 +54,7 @@ type Values struct {
 	ExtraEnv           []corev1.EnvVar                `json:"extraEnv"`
 	ExtraVolumes       []corev1.Volume                `json:"extraVolumes"`
 	ExtraVolumeMounts  []corev1.VolumeMount           `json:"extraVolumeMounts"`
+	ProbeTLS           ProbeTLS                       `json:"probeTLS"`
 	Shadow             Shadow                         `json:"shadow"`
 	Webhook            Webhook                        `json:"webhook"`
 	Monitoring         Monitoring                     `json:"monitoring"`
@@ -86,6 +87,19 @@ type ServiceAccount struct {
 	// Name empty: the full name (probed).
 	Name        string            `json:"name" schema:"pattern=^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$"`
 	Annotations map[string]string `json:"annotations"`
+}
+
+// ProbeTLS is what probes' probed.io/tls field needs of the node, as
+// deploy/probe-tls has it.
+type ProbeTLS struct {
+	// PodVolumes mounts KubeletPodsDir (read-only, HostToContainer) and
+	// passes it as --pod-volumes-dir: probes then read a CA and a client
+	// certificate from their pod's own volumes. It lets probed read every
+	// pod's Secret, ConfigMap and projected volumes on its node.
+	PodVolumes bool `json:"podVolumes"`
+	// KubeletPodsDir is the kubelet's --root-dir/pods on the host, mounted
+	// at the same path.
+	KubeletPodsDir string `json:"kubeletPodsDir" schema:"pattern=^/.+$"`
 }
 
 // Shadow is a second DaemonSet of probed in shadow mode

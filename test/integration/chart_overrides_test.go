@@ -221,6 +221,7 @@ func TestKustomizeWrapperOverrides(t *testing.T) {
 		{"deploy/ with cert-manager and a namePrefix", "namePrefix: acme-\ncomponents:\n- ../probed/deploy/webhook/cert-manager\n", true, "acme-"},
 		{"overlays/crio with cert-manager", "components:\n- ../probed/deploy/webhook/cert-manager\n", true, ""},
 		{"deploy/ with its shadow", "components:\n- ../probed/deploy/shadow\n", false, ""},
+		{"deploy/ with probe-tls", "components:\n- ../probed/deploy/probe-tls\n", false, ""},
 	} {
 		k := doc + c.extra
 		if strings.HasPrefix(c.name, "overlays/crio") {

@@ -30,7 +30,7 @@ func TestChartLint(t *testing.T) {
 	helm := helmPath(t)
 	for _, sets := range [][]string{
 		nil,
-		{"monitoring.enabled=true", "webhook.enabled=true", "namespace.create=true", "namespace.name=elsewhere"},
+		{"monitoring.enabled=true", "webhook.enabled=true", "namespace.create=true", "namespace.name=elsewhere", "probeTLS.podVolumes=true"},
 		{"webhook.enabled=false", "flags.runtime-endpoint=unix:///var/run/crio/crio.sock", "flags.runtime-type=cri"},
 	} {
 		args := []string{"lint", "--strict", chartDir, "--set", "image.tag=dev"}
@@ -211,7 +211,7 @@ func TestChartSchemaRefuses(t *testing.T) {
 		{"flags.logging-format=json", "flags.vmodule=worker=5"}, {"webhook.replicas=0"}, {"image.pullPolicy=Sometimes"},
 		{"webhook.certManager.issuerRef.kind=Cert"}, {"flags.exec-slot-max-hold=-1s"}, {"flags.log-flush-frequency=0s"},
 		{"global.imageRegistry=1"}, {"image.digest=abc"}, {"image.tag=a:b"}, {"shadow.metricsPort=0"},
-		{"monitoring.relabelings[0].action=Delete"},
+		{"monitoring.relabelings[0].action=Delete"}, {"probeTLS.kubeletPodsDir=var/lib/kubelet/pods"}, {"probeTLS.podVolume=true"},
 	} {
 		args := []string{"template", "probed", chartDir, "--set", "image.tag=dev"}
 		for _, s := range set {
@@ -342,7 +342,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 		{"chart defaults", "chart-defaults", helmTemplate(t, "chart-defaults")},
 		{"chart with webhook, monitoring, shadow and the values charts are used with", "chart-all",
 			helmTemplate(t, "chart-all", "webhook.enabled=true", "monitoring.enabled=true", "namespace.create=true",
-				"fullnameOverride=probed-all", "shadow.enabled=true", "serviceAccount.annotations.example\\.com/role=probed",
+				"fullnameOverride=probed-all", "shadow.enabled=true", "serviceAccount.annotations.example\\.com/role=probed", "probeTLS.podVolumes=true",
 				"podSecurityContext.fsGroup=65532", "securityContext.readOnlyRootFilesystem=true",
 				"webhook.replicas=1", "webhook.podAnnotations.a=b", "webhook.podLabels.team=x", "webhook.priorityClassName=system-cluster-critical",
 				"webhook.topologySpreadConstraints[0].maxSkew=1", "webhook.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
@@ -354,6 +354,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 		{"overlays/crio", "probed-system", kustomize(t, "../../overlays/crio")},
 		{"overlays/k3s", "probed-system", kustomize(t, "../../overlays/k3s")},
 		{"overlays/shadow", "probed-system", kustomize(t, "../../overlays/shadow")},
+		{"deploy/ with deploy/probe-tls", "probed-system", kustomize(t, probeTLSWrapper(t))},
 	}
 	for _, c := range cases {
 		// A dry run creates no namespace: make it for real.

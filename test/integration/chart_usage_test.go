@@ -376,3 +376,97 @@ func TestChartShadow(t *testing.T) {
 			ds.Spec.Template.Spec.Containers[0].Args)
 	}
 }
+
+// probeTLSWrapper is a kustomization of deploy/ with the deploy/probe-tls
+// component, beside a link to this checkout, as a user's wrapper has them;
+// it returns the wrapper's directory.
+func probeTLSWrapper(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(dir, "probed")); err != nil {
+		t.Fatal(err)
+	}
+	my := filepath.Join(dir, "my-probed")
+	if err := os.MkdirAll(my, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/probe-tls\n"
+	if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return my
+}
+
+// checkPodVolumes checks that ds reads pod volumes from the host's dir:
+// --pod-volumes-dir=dir once, and dir mounted at its own path from a
+// hostPath Directory, read-only, with HostToContainer propagation (the
+// kubelet's tmpfs mounts of secret volumes come after probed starts).
+func checkPodVolumes(t *testing.T, what string, ds *appsv1.DaemonSet, dir string) {
+	t.Helper()
+	c := ds.Spec.Template.Spec.Containers[0]
+	var flags []string
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--pod-volumes-dir") {
+			flags = append(flags, a)
+		}
+	}
+	if want := []string{"--pod-volumes-dir=" + dir}; !reflect.DeepEqual(flags, want) {
+		t.Errorf("%s: args %q: want %q", what, c.Args, want)
+	}
+	if got := hostMounts(ds)[dir]; got != dir+" Directory" {
+		t.Errorf("%s: %s is mounted from %q, want the host's %s, a Directory", what, dir, got, dir)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == dir && (!m.ReadOnly || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationHostToContainer) {
+			t.Errorf("%s: mount of %s: readOnly %v, propagation %v; want read-only, HostToContainer", what, dir, m.ReadOnly, m.MountPropagation)
+		}
+	}
+}
+
+// noPodVolumes checks that ds neither mounts dir nor passes --pod-volumes-dir.
+func noPodVolumes(t *testing.T, what string, ds *appsv1.DaemonSet, dir string) {
+	t.Helper()
+	c := ds.Spec.Template.Spec.Containers[0]
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--pod-volumes-dir") }) {
+		t.Errorf("%s: args %q pass --pod-volumes-dir", what, c.Args)
+	}
+	if m, ok := hostMounts(ds)[dir]; ok {
+		t.Errorf("%s: mounts %s (%s)", what, dir, m)
+	}
+}
+
+// probeTLS.podVolumes renders what deploy/ with the deploy/probe-tls
+// component renders (object for object, as TestChartMatchesKustomize
+// compares the defaults): the kubelet's pods directory, read-only with
+// HostToContainer propagation, and --pod-volumes-dir naming it, in probed's
+// DaemonSet and not in the shadow's, which runs spec probes only. Off (the
+// default), neither; another kubeletPodsDir moves all three.
+func TestChartProbeTLS(t *testing.T) {
+	t.Parallel()
+	const pods = "/var/lib/kubelet/pods"
+	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
+	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
+	wrapped := kustomize(t, probeTLSWrapper(t))
+	want := byKey(t, wrapped, "deploy/ with probe-tls")
+	delete(want, "Namespace//probed-system")
+	objs := helmTemplate(t, "probed-system", "probeTLS.podVolumes=true")
+	compareRender(t, "probeTLS.podVolumes against deploy/probe-tls", objs, want, webhookInDeploy)
+
+	checkPodVolumes(t, "deploy/probe-tls", renderedDaemonSet(t, wrapped), pods)
+	checkPodVolumes(t, "probeTLS.podVolumes", daemonSet(t, objs, "probed"), pods)
+	const k0s = "/var/lib/k0s/kubelet/pods"
+	moved := daemonSet(t, helmTemplate(t, "p", "probeTLS.podVolumes=true", "probeTLS.kubeletPodsDir="+k0s), "probed")
+	checkPodVolumes(t, "probeTLS.kubeletPodsDir="+k0s, moved, k0s)
+	noPodVolumes(t, "probeTLS.kubeletPodsDir="+k0s, moved, pods)
+
+	noPodVolumes(t, "the chart's defaults", renderedDaemonSet(t, helmTemplate(t, "p")), pods)
+	noPodVolumes(t, "deploy/", renderedDaemonSet(t, kustomize(t, "../../deploy")), pods)
+	noPodVolumes(t, "probeTLS.kubeletPodsDir alone", renderedDaemonSet(t, helmTemplate(t, "p", "probeTLS.kubeletPodsDir="+k0s)), k0s)
+	withShadow := helmTemplate(t, "p", "probeTLS.podVolumes=true", "shadow.enabled=true")
+	noPodVolumes(t, "the shadow with probeTLS.podVolumes", daemonSet(t, withShadow, "probed-shadow"), pods)
+	checkPodVolumes(t, "probed beside the shadow", daemonSet(t, withShadow, "probed"), pods)
+}

@@ -8,7 +8,13 @@ choice here; keep the two the same.
 {{- define "probed.daemonSet" -}}
 {{- $root := .root -}}
 {{- $v := $root.Values -}}
-{{- $flags := include "probed.flags" (dict "root" $root "overrides" .overrides) | fromJson -}}
+{{- /* probeTLS.podVolumes: probed's own DaemonSet only (the shadow runs spec probes, which have no probed.io/tls). */ -}}
+{{- $podVolumes := and $v.probeTLS.podVolumes (eq .component "daemon") -}}
+{{- $overrides := .overrides | default dict -}}
+{{- if $podVolumes -}}
+{{- $overrides = merge (dict "pod-volumes-dir" $v.probeTLS.kubeletPodsDir) $overrides -}}
+{{- end -}}
+{{- $flags := include "probed.flags" (dict "root" $root "overrides" $overrides) | fromJson -}}
 {{- $port := include "probed.portOf" (index $flags "metrics-bind-address" | default ":9809") | int -}}
 {{- $sockDir := include "probed.runtimeSocketDir" $root -}}
 {{- $runtimeType := index $flags "runtime-type" | default "auto" -}}
@@ -133,6 +139,12 @@ spec:
         - name: containerd-fifo
           mountPath: /run/containerd/fifo
         {{- end }}
+        {{- if $podVolumes }}
+        - name: kubelet-pods
+          mountPath: {{ $v.probeTLS.kubeletPodsDir }}
+          readOnly: true
+          mountPropagation: HostToContainer
+        {{- end }}
         {{- with $v.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -148,6 +160,15 @@ spec:
         hostPath:
           path: /run/containerd/fifo
           type: DirectoryOrCreate
+      {{- end }}
+      {{- if $podVolumes }}
+      # Read access to every pod's secret, configMap and projected volumes
+      # on the node, for probed.io/tls (values.yaml's probeTLS). Those are
+      # tmpfs mounts made after probed starts: HostToContainer lets them in.
+      - name: kubelet-pods
+        hostPath:
+          path: {{ $v.probeTLS.kubeletPodsDir }}
+          type: Directory
       {{- end }}
       {{- with $v.extraVolumes }}
       {{- toYaml . | nindent 6 }}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/probed-dev/probed/test/harness/manifest"
 )
@@ -50,8 +53,12 @@ type deployment struct {
 // DaemonSet's pod on this node runs image and is Ready: its /readyz passes
 // (the pod informer has synced and the runtime answers).
 //
-// The DaemonSet is applied as written except for what only this harness
-// knows: the image (IfNotPresent, never pulled); --runtime-endpoint naming
+// The DaemonSet is applied as written, with Options.DeployComponents'
+// patches, except for what only this harness knows: the image
+// (IfNotPresent, never pulled); the kubelet's pods directory
+// (/var/lib/kubelet/pods, deploy/probe-tls) where this node's kubelet keeps
+// it, KubeletPodsDir, in hostPath volumes, mounts and --pod-volumes-dir
+// alike; --runtime-endpoint naming
 // this node's containerd, whose socket directory is mounted at the same path
 // (a directory, as the manifest mounts /run/containerd, so that a restart of
 // containerd is followed); --metrics-bind-address on 127.0.0.1:<ProbedMetricsPort>, with the
@@ -87,6 +94,11 @@ func (n *Node) DeployProbed(ctx context.Context, image string, extraArgs ...stri
 		}
 		if ds != nil {
 			return fmt.Errorf("%s: more than one DaemonSet", n.opts.DeployDir)
+		}
+		for _, c := range n.opts.DeployComponents {
+			if err := applyComponent(filepath.Join(n.opts.DeployDir, c), o); err != nil {
+				return err
+			}
 		}
 		ds = &appsv1.DaemonSet{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
@@ -164,6 +176,8 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	}
 	c.Image = image
 	c.ImagePullPolicy = corev1.PullIfNotPresent
+
+	movePodsDir(spec, c, n.KubeletPodsDir())
 
 	// The socket: the manifest's path becomes this node's, inside and out.
 	oldSocket := strings.TrimPrefix(argValue(c.Args, "--runtime-endpoint"), "unix://")
@@ -251,6 +265,94 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	c.Env = setEnv(c.Env, "KUBERNETES_SERVICE_HOST", host)
 	c.Env = setEnv(c.Env, "KUBERNETES_SERVICE_PORT", apiPort)
 	return port, nil
+}
+
+// defaultKubeletPodsDir is the kubelet's pods directory on a node with
+// the default --root-dir, as deploy/probe-tls mounts it.
+const defaultKubeletPodsDir = "/var/lib/kubelet/pods"
+
+// KubeletPodsDir is where this node's kubelet keeps its pods' volumes:
+// <RunDir>/kubelet/root/pods, its --root-dir's pods/.
+func (n *Node) KubeletPodsDir() string { return filepath.Join(n.RunDir, "kubelet", "root", "pods") }
+
+// movePodsDir moves what spec and its container c read of the kubelet's
+// pods directory (deploy/probe-tls) to dir: the host path, the mount path
+// (the same, as the component mounts it) and --pod-volumes-dir.
+func movePodsDir(spec *corev1.PodSpec, c *corev1.Container, dir string) {
+	for i := range spec.Volumes {
+		if hp := spec.Volumes[i].HostPath; hp != nil && hp.Path == defaultKubeletPodsDir {
+			hp.Path = dir
+		}
+	}
+	for i := range c.VolumeMounts {
+		if c.VolumeMounts[i].MountPath == defaultKubeletPodsDir {
+			c.VolumeMounts[i].MountPath = dir
+		}
+	}
+	if argValue(c.Args, "--pod-volumes-dir") == defaultKubeletPodsDir {
+		c.Args = setArg(c.Args, "--pod-volumes-dir", dir)
+	}
+}
+
+// applyComponent applies the kustomize component in dir to the DaemonSet
+// ds: each of its patches, JSON 6902 operations inline (kustomize's
+// patches[].patch), that targets it. Anything else a component may hold
+// (resources, patch files, strategic merge patches) is refused, rather than
+// left out.
+func applyComponent(dir string, ds *unstructured.Unstructured) error {
+	file := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+		Patches    []struct {
+			Target struct {
+				Group   string `json:"group"`
+				Version string `json:"version"`
+				Kind    string `json:"kind"`
+				Name    string `json:"name"`
+			} `json:"target"`
+			Patch string `json:"patch"`
+			Path  string `json:"path"`
+		} `json:"patches"`
+	}
+	// Strict: a field this function does not know is one it would not apply.
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		return fmt.Errorf("%s: %w (the harness applies only inline JSON patches of probed's DaemonSet)", file, err)
+	}
+	if k.Kind != "Component" || len(k.Resources) > 0 {
+		return fmt.Errorf("%s: a Component with patches alone, please (kind %q, resources %v)", file, k.Kind, k.Resources)
+	}
+	gvk := ds.GroupVersionKind()
+	for i, p := range k.Patches {
+		t := p.Target
+		if p.Path != "" || t.Group != gvk.Group || t.Version != gvk.Version || t.Kind != gvk.Kind || t.Name != ds.GetName() {
+			return fmt.Errorf("%s: patch %d is not an inline patch of DaemonSet %s", file, i, ds.GetName())
+		}
+		ops, err := yaml.YAMLToJSON([]byte(p.Patch))
+		if err != nil {
+			return fmt.Errorf("%s: patch %d: %w", file, i, err)
+		}
+		patch, err := jsonpatch.DecodePatch(ops)
+		if err != nil {
+			return fmt.Errorf("%s: patch %d: %w", file, i, err)
+		}
+		doc, err := ds.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		if doc, err = patch.Apply(doc); err != nil {
+			return fmt.Errorf("%s: patch %d: %w", file, i, err)
+		}
+		if err := ds.UnmarshalJSON(doc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // argValue returns the value of --name=value in args, or "".

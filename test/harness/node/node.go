@@ -82,6 +82,11 @@ type Options struct {
 	Images []string
 	// DeployDir holds probed's manifests; default <repo>/deploy.
 	DeployDir string
+	// DeployComponents names kustomize components in DeployDir
+	// ("probe-tls") whose JSON patches of probed's DaemonSet DeployProbed
+	// applies too, every time. Components with resources of their own
+	// (pdb-restarts' RBAC) are refused: apply those yourself.
+	DeployComponents []string
 	// ProbedMetricsPort is the port DeployProbed gives probed's
 	// --metrics-bind-address (on 127.0.0.1: probed runs on the host
 	// network). Default 9809 when it is free and no other node on the

@@ -148,7 +148,11 @@ func run(m *testing.M) (code int) {
 	// An empty run dir makes the harness use a temporary one, removed on Stop;
 	// E2E_RUN_DIR keeps everything (logs included) for a post-mortem.
 	t0 := time.Now()
-	nd, err = node.Start(ctx, node.Options{RunDir: os.Getenv("E2E_RUN_DIR")})
+	// probed runs with deploy/probe-tls (--pod-volumes-dir, the kubelet's
+	// pods directory mounted), for TestVerifiedTLS; the harness points both
+	// at this node's kubelet. Probes without probed.io/tls, all the others,
+	// must behave exactly as without it.
+	nd, err = node.Start(ctx, node.Options{RunDir: os.Getenv("E2E_RUN_DIR"), DeployComponents: []string{"probe-tls"}})
 	if err != nil {
 		logf("starting the node: %v", err)
 		return 1

@@ -73,6 +73,8 @@ func TestDocsMetrics(t *testing.T) {
 	defer func() { stopReach(); <-reachDone }()
 	stopWorker := runDocWorker(ctx, t, m.workers, reg.Registry)
 	defer stopWorker()
+	stopTLSWorker := runDocTLSWorker(ctx, t, m.workers, reg.Registry)
+	defer stopTLSWorker()
 	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
 		return reach.Known(), nil
 	}); err != nil {

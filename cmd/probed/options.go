@@ -76,6 +76,9 @@ type options struct {
 	TrustPodStatusIPs bool
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
 	TCPProbeClose prober.TCPCloseMode
+	// PodVolumesDir is --pod-volumes-dir: the kubelet's pods directory,
+	// where probed.io/tls reads certificates; "" reads none.
+	PodVolumesDir string
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -156,6 +159,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrustPodStatusIPs, "trust-pod-status-ips", false, "take a pod's status.podIPs as its own IPs, which --probe-host-policy always allows, without asking the container runtime which IPs it gave the pod's sandbox; only for test setups whose pods have no sandbox: whoever may write pods/status could then point probes at the node's loopback or metadata addresses")
 	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
 		prober.TCPCloseFIN, prober.TCPCloseRST)
+	fs.StringVar(&o.PodVolumesDir, "pod-volumes-dir", "", "the kubelet's pods directory (<kubelet root>/pods, usually /var/lib/kubelet/pods), from whose secret, configMap and projected volumes probes with probed.io/tls read a pod's own CA bundle and client certificate; it must be mounted with HostToContainer propagation and lets probed read every such volume on the node (docs/tls.md); empty: probes that name a volume fail")
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	fs.BoolVar(&o.PDBRestarts, "pdb-restarts", false, "treat a liveness or startup restart of a pod that PodDisruptionBudgets select as a disruption each must allow, counted across all nodes as the Eviction API counts evictions (Leases in probed's namespace); a restart they do not allow is deferred and asked again at the next failure threshold (docs/pdb-restarts.md)")

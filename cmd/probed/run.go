@@ -27,6 +27,7 @@ import (
 	"github.com/probed-dev/probed/pkg/lifecycle"
 	"github.com/probed-dev/probed/pkg/manager"
 	"github.com/probed-dev/probed/pkg/nodeinfo"
+	"github.com/probed-dev/probed/pkg/podfiles"
 	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
@@ -43,7 +44,8 @@ func run(ctx context.Context, o *options) error {
 	klog.InfoS("Starting probed", "version", version.Version, "revision", version.Revision, "node", o.NodeName, "statusMode", o.StatusMode,
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
-		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause)
+		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause,
+		"podVolumesDir", o.PodVolumesDir)
 	start := time.Now()
 	cfg, err := daemon.RESTConfig("probed", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
@@ -178,10 +180,11 @@ func run(ctx context.Context, o *options) error {
 		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
 	}
 	mgr, err = manager.New(manager.Options{
-		Informer:  podInformer,
-		Pods:      pods,
-		Source:    o.ProbeSource,
-		Prober:    prober.New(runtime, prober.Options{UserAgent: userAgent, HostGuard: hostGuard, TCPClose: o.TCPProbeClose}),
+		Informer: podInformer,
+		Pods:     pods,
+		Source:   o.ProbeSource,
+		Prober: prober.New(runtime, prober.Options{UserAgent: userAgent, HostGuard: hostGuard, TCPClose: o.TCPProbeClose,
+			TLS: prober.TLSOptions{PodFiles: podfiles.New(o.PodVolumesDir), ClusterCAFile: cfg.CAFile, ClusterCAData: cfg.CAData}}),
 		Killer:    killer,
 		HostGuard: hostGuard,
 		Liveness:  liveness,

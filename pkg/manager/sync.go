@@ -277,6 +277,7 @@ func (m *Manager) addWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry,
 		OnExit:        func() { m.workerExited(ctx, uid, k, w) },
 		KeepAlive:     d.KeepAlive,
 		HTTPCheck:     d.HTTPCheck,
+		TLS:           d.TLS,
 		Period:        d.Period,
 		Timeout:       d.Timeout,
 

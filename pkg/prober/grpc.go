@@ -38,9 +38,13 @@ type grpcProber struct {
 	// dialer, which is per probe (bound to the probed pod's scope), and
 	// the user agent, which may change (the node's kubelet is upgraded).
 	plain, tls []grpc.DialOption
+	// common are the options of every probe, for one with probed.io/tls.
+	common []grpc.DialOption
+	// tlsSrc builds the Config of a probe with probed.io/tls.
+	tlsSrc *tlsSource
 }
 
-func newGRPCProber(userAgent *UserAgent, guard *hostpolicy.Guard) *grpcProber {
+func newGRPCProber(userAgent *UserAgent, guard *hostpolicy.Guard, tlsSrc *tlsSource) *grpcProber {
 	// What an answer may hold of probed's memory; the kubelet keeps
 	// grpc-go's 16 MiB of headers and 4 MiB message.
 	common := []grpc.DialOption{grpc.WithMaxHeaderListSize(MaxResponseHeaderBytes),
@@ -52,7 +56,9 @@ func newGRPCProber(userAgent *UserAgent, guard *hostpolicy.Guard) *grpcProber {
 		plain: append(slices.Clip(common), grpc.WithTransportCredentials(insecure.NewCredentials())),
 		// KEP-4939: TLS, and no verification (the kubelet dials the pod IP,
 		// which no certificate names).
-		tls: append(slices.Clip(common), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))), //nolint:gosec // upstream parity
+		tls:    append(slices.Clip(common), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}))), //nolint:gosec // upstream parity
+		common: common,
+		tlsSrc: tlsSrc,
 	}
 }
 
@@ -65,6 +71,11 @@ func (p *grpcProber) run(ctx context.Context, action *v1.GRPCAction, target Targ
 		service = *action.Service
 	}
 	useTLS := action.Mode != nil && *action.Mode == v1.GRPCProbeModeTLS
+	tlsCfg, verified, err := p.tlsSrc.config(target)
+	if err != nil {
+		return Unknown, "", err
+	}
+	useTLS = useTLS || verified
 	sc := scopeOf(p.guard, target)
 	if err := sc.checkHost(target.PodIP); err != nil {
 		return Unknown, "", err
@@ -76,12 +87,19 @@ func (p *grpcProber) run(ctx context.Context, action *v1.GRPCAction, target Targ
 	if target.KeepAlive {
 		s = target.Session
 	}
-	return p.check(ctx, s, sc, useTLS, target.PodIP, service, int(action.Port), timeout)
+	return p.check(ctx, s, sc, dialTLS{on: useTLS, cfg: tlsCfg}, target.PodIP, service, int(action.Port), timeout)
+}
+
+// dialTLS is how a gRPC probe dials: plaintext, the kubelet's unverified
+// TLS, or, with cfg, probed.io/tls's.
+type dialTLS struct {
+	on  bool
+	cfg *tls.Config
 }
 
 // check runs one health check of host:port on a new connection, or on the
 // connection s keeps (s is nil unless the probe keeps its connection).
-func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS bool, host, service string, port int, timeout time.Duration) (Result, string, error) {
+func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS dialTLS, host, service string, port int, timeout time.Duration) (Result, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
@@ -89,13 +107,14 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS boo
 
 	conn := s.takeGRPC(addr, useTLS)
 	kept := conn != nil
+	var creds *handshakeCreds
 	if !kept {
 		var err error
-		if conn, err = p.dial(sc, useTLS, addr); err != nil {
+		if conn, creds, err = p.dial(sc, useTLS, addr); err != nil {
 			return connectOutcome(addr, service, timeout, err)
 		}
 	}
-	if err := awaitReady(ctx, conn); err != nil {
+	if err := awaitReady(ctx, conn, creds.certificateError); err != nil {
 		_ = conn.Close()
 		return connectOutcome(addr, service, timeout, err)
 	}
@@ -116,17 +135,23 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS boo
 	return rpcOutcome(addr, service, timeout, resp.GetStatus(), err)
 }
 
-// dial makes the ClientConn of one probe, its dialer bound to sc.
-func (p *grpcProber) dial(sc scope, useTLS bool, addr string) (*grpc.ClientConn, error) {
+// dial makes the ClientConn of one probe, its dialer bound to sc; creds
+// are probed.io/tls's, nil for the kubelet's TLS or plaintext.
+func (p *grpcProber) dial(sc scope, useTLS dialTLS, addr string) (_ *grpc.ClientConn, creds *handshakeCreds, _ error) {
 	opts := p.plain
-	if useTLS {
+	switch {
+	case useTLS.cfg != nil:
+		creds = newHandshakeCreds(useTLS.cfg)
+		opts = append(slices.Clip(p.common), grpc.WithTransportCredentials(creds))
+	case useTLS.on:
 		opts = p.tls
 	}
 	dialer := sc.dialer(true)
 	opts = append(slices.Clip(opts), grpc.WithUserAgent(p.userAgent.Probe()), grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 		return dialer.DialContext(ctx, "tcp", addr)
 	}))
-	return grpc.NewClient("passthrough:///"+addr, opts...)
+	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
+	return conn, creds, err
 }
 
 // awaitReady waits until conn is ready or ctx ends, as the kubelet's
@@ -135,7 +160,10 @@ func (p *grpcProber) dial(sc scope, useTLS bool, addr string) (*grpc.ClientConn,
 // retrying until the deadline, and the error is then the bare context
 // error. The passthrough scheme hands the address to the dialer as is,
 // again like DialContext.
-func awaitReady(ctx context.Context, conn *grpc.ClientConn) error {
+//
+// failed, when it returns an error in TRANSIENT_FAILURE, ends the wait
+// with it: a certificate that does not verify (probed.io/tls).
+func awaitReady(ctx context.Context, conn *grpc.ClientConn, failed func() error) error {
 	for {
 		s := conn.GetState()
 		switch s {
@@ -143,6 +171,10 @@ func awaitReady(ctx context.Context, conn *grpc.ClientConn) error {
 			return nil
 		case connectivity.Idle:
 			conn.Connect()
+		case connectivity.TransientFailure:
+			if err := failed(); err != nil {
+				return err
+			}
 		}
 		if !conn.WaitForStateChange(ctx, s) {
 			return ctx.Err()
@@ -203,7 +235,7 @@ func (s *Session) grpcState() *grpcSession {
 // has not failed; a probe that takes it gives it back with keepGRPC. A
 // ClientConn to another address, or in TRANSIENT_FAILURE, is closed: the
 // probe dials anew, as the kubelet does for every probe.
-func (s *Session) takeGRPC(addr string, useTLS bool) *grpc.ClientConn {
+func (s *Session) takeGRPC(addr string, useTLS dialTLS) *grpc.ClientConn {
 	g := s.grpcState()
 	if g == nil {
 		return nil
@@ -215,7 +247,7 @@ func (s *Session) takeGRPC(addr string, useTLS bool) *grpc.ClientConn {
 	if c == nil {
 		return nil
 	}
-	if g.addr != addr || g.useTLS != useTLS || c.GetState() == connectivity.TransientFailure {
+	if g.addr != addr || g.useTLS != useTLS.on || g.tls != useTLS.cfg || c.GetState() == connectivity.TransientFailure {
 		_ = c.Close()
 		return nil
 	}
@@ -224,7 +256,7 @@ func (s *Session) takeGRPC(addr string, useTLS bool) *grpc.ClientConn {
 
 // keepGRPC keeps c for the worker's next probe, or closes it when the
 // session is closed or nil.
-func (s *Session) keepGRPC(addr string, useTLS bool, c *grpc.ClientConn) {
+func (s *Session) keepGRPC(addr string, useTLS dialTLS, c *grpc.ClientConn) {
 	g := s.grpcState()
 	if g == nil {
 		_ = c.Close()
@@ -236,5 +268,5 @@ func (s *Session) keepGRPC(addr string, useTLS bool, c *grpc.ClientConn) {
 		_ = c.Close()
 		return
 	}
-	g.conn, g.addr, g.useTLS = c, addr, useTLS
+	g.conn, g.addr, g.useTLS, g.tls = c, addr, useTLS.on, useTLS.cfg
 }

@@ -120,7 +120,7 @@ func (p *httpProber) probe(req *http.Request, timeout time.Duration) (Result, st
 
 // probe runs one plaintext health check of host:port on a new connection.
 func (p *grpcProber) probe(ctx context.Context, host, service string, port int, timeout time.Duration) (Result, string, error) {
-	return p.check(ctx, nil, scopeOf(p.guard, Target{PodIP: host}), false, host, service, port, timeout)
+	return p.check(ctx, nil, scopeOf(p.guard, Target{PodIP: host}), dialTLS{}, host, service, port, timeout)
 }
 
 // probeSession runs one plaintext health check of host:port, on s's kept
@@ -129,5 +129,5 @@ func (p *grpcProber) probeSession(ctx context.Context, s *Session, keepAlive boo
 	if !keepAlive {
 		s = nil
 	}
-	return p.check(ctx, s, scopeOf(p.guard, Target{PodIP: host}), false, host, service, port, timeout)
+	return p.check(ctx, s, scopeOf(p.guard, Target{PodIP: host}), dialTLS{}, host, service, port, timeout)
 }

@@ -45,14 +45,17 @@ type httpProber struct {
 	// that keeps no connection: one Transport for all, as in the kubelet.
 	// Other probes use their worker's own (see transportFor).
 	transport, h2c *http.Transport
+	// tls builds the Config of a probe with probed.io/tls.
+	tls *tlsSource
 }
 
-func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard) *httpProber {
+func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard, tlsSrc *tlsSource) *httpProber {
 	return &httpProber{
 		userAgent: userAgent,
 		guard:     guard,
-		transport: newTransport(scope{}, false, false),
-		h2c:       newTransport(scope{}, true, false),
+		transport: newTransport(scope{}, false, false, nil),
+		h2c:       newTransport(scope{}, true, false, nil),
+		tls:       tlsSrc,
 	}
 }
 
@@ -60,8 +63,9 @@ func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard) *httpProber {
 // Transport (or, with h2c, as its h2c Transport: HTTP/2 over cleartext
 // with prior knowledge, nothing else), dialing through s, except that it
 // reads at most MaxResponseHeaderBytes of an answer's head. keepAlive keeps
-// the connection between probes ("probed.io/keepAlive").
-func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
+// the connection between probes ("probed.io/keepAlive"). A non-nil
+// tlsCfg replaces the kubelet's unverified TLS ("probed.io/tls").
+func newTransport(s scope, h2c, keepAlive bool, tlsCfg *tls.Config) *http.Transport {
 	dial := s.dialer(true).DialContext
 	if h2c {
 		t := &http.Transport{
@@ -78,9 +82,14 @@ func newTransport(s scope, h2c, keepAlive bool) *http.Transport {
 	// SetTransportDefaults adds the kubelet's TLS handshake and idle
 	// timeouts and HTTP/2 over TLS when the pod offers it; a non-nil Proxy
 	// stops it from installing the node's.
-	return utilnet.SetTransportDefaults(&http.Transport{
+	if tlsCfg == nil {
 		// Probes target pods that mostly serve self-signed certificates.
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet parity
+		tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // kubelet parity
+	} else {
+		tlsCfg = tlsCfg.Clone() // the Transport adds its ALPN protocols
+	}
+	return utilnet.SetTransportDefaults(&http.Transport{
+		TLSClientConfig:    tlsCfg,
 		DisableKeepAlives:  !keepAlive,
 		Proxy:              http.ProxyURL(nil),
 		DisableCompression: true, // no Accept-Encoding: gzip, which the kubelet does not send
@@ -110,7 +119,11 @@ func (p *httpProber) run(ctx context.Context, action *v1.HTTPGetAction, target T
 	if v := klog.V(4); v.Enabled() {
 		v.InfoS("HTTP probe", "url", req.URL.String(), "headers", action.HTTPHeaders, "timeout", timeout, "h2c", h2c, "keepAlive", target.KeepAlive)
 	}
-	t := p.transportFor(sc, h2c, target)
+	tlsCfg, _, err := p.tls.config(target)
+	if err != nil {
+		return Unknown, "", err
+	}
+	t := p.transportFor(sc, h2c, target, tlsCfg)
 	defer target.Session.releaseHTTP(t)
 	c := &http.Client{Timeout: timeout, Transport: t, CheckRedirect: sc.redirectPolicy}
 	res, out, err := p.send(c, req, target.HTTPCheck)
@@ -132,10 +145,10 @@ const redirectBodyWithheld = "Probe terminated redirects, Response body: " + wit
 // the host policy binds the probe's dialer to its pod or the probe keeps
 // its connection; then its worker's own, which the worker's Session keeps
 // between probes (without a Session, one for this probe alone).
-func (p *httpProber) transportFor(sc scope, h2c bool, target Target) *http.Transport {
+func (p *httpProber) transportFor(sc scope, h2c bool, target Target, tlsCfg *tls.Config) *http.Transport {
 	switch {
-	case sc.active() || target.KeepAlive:
-		return target.Session.httpTransport(sc, h2c, target.KeepAlive)
+	case sc.active() || target.KeepAlive || tlsCfg != nil:
+		return target.Session.httpTransport(sc, h2c, target.KeepAlive, tlsCfg)
 	case h2c:
 		return p.h2c
 	}
@@ -347,20 +360,20 @@ func probeHeaders(list []v1.HTTPHeader, userAgent string) http.Header {
 // when it has none or one for others (the old one's connections are
 // closed); a nil Session makes one for the probe alone. Pass it to
 // releaseHTTP after the probe.
-func (s *Session) httpTransport(sc scope, h2c, keepAlive bool) *http.Transport {
+func (s *Session) httpTransport(sc scope, h2c, keepAlive bool, tlsCfg *tls.Config) *http.Transport {
 	if s == nil {
-		return newTransport(sc, h2c, keepAlive)
+		return newTransport(sc, h2c, keepAlive, tlsCfg)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.http; st != nil && st.h2c == h2c && st.keepAlive == keepAlive &&
+	if st := s.http; st != nil && st.h2c == h2c && st.keepAlive == keepAlive && st.tls == tlsCfg &&
 		st.sc.guard == sc.guard && slices.Equal(st.sc.podIPs, sc.podIPs) {
 		return st.t
 	}
 	if s.http != nil {
 		s.http.t.CloseIdleConnections()
 	}
-	s.http = &sessionTransport{t: newTransport(sc, h2c, keepAlive), sc: sc, h2c: h2c, keepAlive: keepAlive}
+	s.http = &sessionTransport{t: newTransport(sc, h2c, keepAlive, tlsCfg), sc: sc, h2c: h2c, keepAlive: keepAlive, tls: tlsCfg}
 	return s.http.t
 }
 

@@ -25,6 +25,8 @@ type Options struct {
 	// TCPClose is how tcpSocket probes close their connection (--tcp-probe-close).
 	// Empty means TCPCloseFIN.
 	TCPClose TCPCloseMode
+	// TLS is where probed.io/tls finds trust and client certificates.
+	TLS TLSOptions
 }
 
 // TCPCloseMode is how a tcpSocket probe ends its connection.

@@ -39,11 +39,12 @@ type Prober struct {
 // New returns a Prober. runner carries out exec probes; it may be nil when
 // no exec probe will run, in which case exec probes error.
 func New(runner CommandRunner, opts Options) *Prober {
+	tlsSrc := &tlsSource{opts: opts.TLS}
 	return &Prober{
 		runner: runner,
-		http:   newHTTPProber(opts.UserAgent, opts.HostGuard),
+		http:   newHTTPProber(opts.UserAgent, opts.HostGuard, tlsSrc),
 		tcp:    &tcpProber{guard: opts.HostGuard, rst: opts.TCPClose == TCPCloseRST},
-		grpc:   newGRPCProber(opts.UserAgent, opts.HostGuard),
+		grpc:   newGRPCProber(opts.UserAgent, opts.HostGuard, tlsSrc),
 		guard:  opts.HostGuard,
 	}
 }

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"crypto/tls"
 	"net/http"
 	"sync"
 
@@ -20,6 +21,10 @@ type Session struct {
 	closed bool
 	http   *sessionTransport
 	grpc   *grpcSession
+	// tls is the worker's verified-TLS material (tls.go), peer what its
+	// last handshake showed.
+	tls  *tlsMaterial
+	peer *TLSPeer
 }
 
 // sessionTransport is a Transport and what it was built for.
@@ -27,6 +32,7 @@ type sessionTransport struct {
 	t              *http.Transport
 	sc             scope
 	h2c, keepAlive bool
+	tls            *tls.Config
 }
 
 // grpcSession is a kept-alive gRPC probe's ClientConn, to addr.
@@ -34,6 +40,7 @@ type grpcSession struct {
 	conn   *grpc.ClientConn
 	addr   string
 	useTLS bool
+	tls    *tls.Config
 }
 
 // NewSession returns an empty Session.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/probed-dev/probed/pkg/probespec"
 )
@@ -67,6 +68,11 @@ type Target struct {
 	// "probed.io/expectStatus" and "probed.io/expectBody"); nil keeps the
 	// kubelet's rule.
 	HTTPCheck *probespec.HTTPCheck
+	// PodUID names the pod whose volumes probed.io/tls reads.
+	PodUID types.UID
+	// TLS is an HTTPS or gRPC probe's "probed.io/tls": verify the server,
+	// present a client certificate (tls.go); nil keeps the kubelet's TLS.
+	TLS *probespec.TLS
 	// Timeout replaces the spec's timeoutSeconds when positive (the
 	// annotation's "probed.io/timeoutMilliseconds").
 	Timeout time.Duration

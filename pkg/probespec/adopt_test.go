@@ -173,3 +173,39 @@ func TestOptedOut(t *testing.T) {
 		}
 	}
 }
+
+// The webhook carries probed.io/tls as written, and a spec probe with
+// upstream's grpc.mode TLS that it adopts stays unverified.
+func TestAdoptCarriesTLS(t *testing.T) {
+	pod := adoptPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "certs", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "app-tls"}}}}
+	pod.Annotations = map[string]string{ProbesAnnotation: "app:\n  readinessProbe:\n    httpGet: {port: 8443, scheme: HTTPS}\n    probed.io/tls: {serverName: app.test, ca: {volume: certs}}\n"}
+	tlsMode := v1.GRPCProbeModeTLS
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{GRPC: &v1.GRPCAction{Port: 9090, Mode: &tlsMode}}}
+	if _, err := AdoptWith(&pod.ObjectMeta, &pod.Spec, AdoptOptions{APIServerGates: APIServerGates{GRPCContainerProbeTLS: true}}); err != nil {
+		t.Fatal(err)
+	}
+	declared, problems := DeclaredProbes(pod, ProbeSourceAnnotation)
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	seen := 0
+	for _, d := range declared {
+		switch {
+		case d.Container.Name != "app":
+		case d.Type == Readiness:
+			seen++
+			if d.TLS == nil || d.TLS.ServerName != "app.test" || d.TLS.CA == nil {
+				t.Errorf("readiness TLS = %+v; want the user's", d.TLS)
+			}
+		case d.Type == Liveness:
+			seen++
+			if d.TLS != nil {
+				t.Errorf("the adopted grpc TLS probe verifies: %+v", d.TLS)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("found %d of app's two probes in %v", seen, probeKeysOf(declared))
+	}
+}

@@ -35,6 +35,8 @@ type annotatedProbe struct {
 	// PeriodMs and TimeoutMs are the sub-second timing (subsecond.go); nil
 	// when absent.
 	PeriodMs, TimeoutMs *int32
+	// TLS is TLSField (tls.go); nil when absent.
+	TLS *tlsField
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -264,18 +266,19 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 	// decode errors read "Go struct field Probe.periodSeconds" as before.
 	type Probe struct {
 		v1.Probe     `json:",inline"`
-		KeepAlive    *bool   `json:"probed.io/keepAlive,omitempty"`
-		ExpectStatus []int   `json:"probed.io/expectStatus,omitempty"`
-		ExpectBody   *string `json:"probed.io/expectBody,omitempty"`
-		PeriodMs     *int32  `json:"probed.io/periodMilliseconds,omitempty"`
-		TimeoutMs    *int32  `json:"probed.io/timeoutMilliseconds,omitempty"`
+		KeepAlive    *bool     `json:"probed.io/keepAlive,omitempty"`
+		ExpectStatus []int     `json:"probed.io/expectStatus,omitempty"`
+		ExpectBody   *string   `json:"probed.io/expectBody,omitempty"`
+		PeriodMs     *int32    `json:"probed.io/periodMilliseconds,omitempty"`
+		TimeoutMs    *int32    `json:"probed.io/timeoutMilliseconds,omitempty"`
+		TLS          *tlsField `json:"probed.io/tls,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
 	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
-		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs}
+		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs, TLS: p.TLS}
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

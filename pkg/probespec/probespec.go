@@ -14,6 +14,7 @@
 //   - httpcheck.go: the probed.io/expectStatus and expectBody extensions;
 //   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
 //   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions;
+//   - tls.go: the probed.io/tls extension;
 //   - reach.go:     what a probe runs or where it connects (its reach), and
 //     probed.io/approved-reach, which approves it.
 package probespec
@@ -116,6 +117,10 @@ type DeclaredProbe struct {
 	// Period and Timeout are the annotation's "probed.io/periodMilliseconds"
 	// and "probed.io/timeoutMilliseconds"; zero: the probe's own seconds.
 	Period, Timeout time.Duration
+	// TLS is the annotation's "probed.io/tls" (HTTPS and gRPC only):
+	// verify the server, present a client certificate; nil: the kubelet's
+	// unverified TLS.
+	TLS *TLS
 }
 
 // SameExtensions reports whether a and b ask for the same probed
@@ -123,7 +128,7 @@ type DeclaredProbe struct {
 // keeps its worker.
 func SameExtensions(a, b DeclaredProbe) bool {
 	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) &&
-		a.Period == b.Period && a.Timeout == b.Timeout
+		a.Period == b.Period && a.Timeout == b.Timeout && a.TLS.Equal(b.TLS)
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -259,6 +264,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, checkErrs...)
 			period, timeout, timingErrs := checkSubSecond(ext.PeriodMs, ext.TimeoutMs, path)
 			errs = append(errs, timingErrs...)
+			tlsSpec, tlsErrs := checkTLS(probe, ext.TLS, pod.Spec.Volumes, path)
+			errs = append(errs, tlsErrs...)
 			if fromAnnotation {
 				errs = append(errs, checkKillParity(&pod.Spec, tg.container, pt.typ, path)...)
 			}
@@ -276,6 +283,7 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				HTTPCheck:      check,
 				Period:         period,
 				Timeout:        timeout,
+				TLS:            tlsSpec,
 			})
 		}
 	}

@@ -107,7 +107,9 @@ func hasHostHeader(headers []v1.HTTPHeader) bool {
 // ("<container>/<probe field>"); ok is false when it has none. The
 // extensions keepAlive, expectStatus, grpc.mode and the millisecond
 // timings are free; expectBody is reach (what the pod answers on any path,
-// read back through the condition).
+// read back through the condition), and so is probed.io/tls's
+// clientCertificate (a request made with the pod's credential); the rest
+// of probed.io/tls only narrows what passes.
 func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok bool) {
 	p := ap.Probe.DeepCopy()
 	clearFree(p, hostNetwork, ap.ExpectBody != nil)
@@ -121,27 +123,32 @@ func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok
 	if p.GRPC != nil {
 		bare.GRPC = &v1.GRPCAction{}
 	}
-	if ap.ExpectBody == nil && equality.Semantic.DeepEqual(p, bare) {
+	var client *clientCertField
+	if ap.TLS != nil {
+		client = ap.TLS.ClientCertificate
+	}
+	if ap.ExpectBody == nil && client == nil && equality.Semantic.DeepEqual(p, bare) {
 		return probeReach{}, false
 	}
 	// json.Marshal is deterministic for these types (no maps), and leaves
 	// out empty hosts, header lists and commands alike, whatever the input
 	// spelled.
 	b, err := json.Marshal(struct {
-		Probe      *v1.Probe `json:"probe"`
-		ExpectBody *string   `json:"expectBody,omitempty"`
-	}{p, ap.ExpectBody})
+		Probe      *v1.Probe        `json:"probe"`
+		ExpectBody *string          `json:"expectBody,omitempty"`
+		ClientCert *clientCertField `json:"clientCertificate,omitempty"`
+	}{p, ap.ExpectBody, client})
 	if err != nil { // cannot happen for these types; refuse rather than approve
 		b = []byte(err.Error())
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s\n%s\n", ApprovedReachAnnotation, reachVersion, key)
 	h.Write(b)
-	return probeReach{digest: hex.EncodeToString(h.Sum(nil)), fields: reachFields(p, ap.ExpectBody != nil, hostNetwork)}, true
+	return probeReach{digest: hex.EncodeToString(h.Sum(nil)), fields: reachFields(p, ap.ExpectBody != nil, client != nil, hostNetwork)}, true
 }
 
 // reachFields names the parts of a cleared probe that make up its reach.
-func reachFields(p *v1.Probe, body, hostNetwork bool) []string {
+func reachFields(p *v1.Probe, body, clientCert, hostNetwork bool) []string {
 	var out []string
 	add := func(cond bool, name string) {
 		if cond {
@@ -163,6 +170,7 @@ func reachFields(p *v1.Probe, body, hostNetwork bool) []string {
 	}
 	add(p.GRPC != nil && hostNetwork, "grpc.port")
 	add(body, ExpectBodyField)
+	add(clientCert, TLSField+".clientCertificate")
 	if len(out) == 0 { // a field newer than this list
 		for _, h := range probeHandlers {
 			add(h.set(&p.ProbeHandler), h.name)

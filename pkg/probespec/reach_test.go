@@ -388,10 +388,13 @@ func TestReachClassifiesEveryField(t *testing.T) {
 		"TCPSocketAction.Port": true, "GRPCAction.Port": true, "GRPCAction.Service": true, "GRPCAction.Mode": true,
 		"annotatedProbe.KeepAlive": true, "annotatedProbe.ExpectStatus": true,
 		"annotatedProbe.PeriodMs": true, "annotatedProbe.TimeoutMs": true,
+		// probed.io/tls only narrows what passes, but for the credential.
+		"tlsField.ServerName": true, "tlsField.CA": true, "tlsField.Roots": true, "tlsField.InsecureSkipVerify": true,
 	}
 	reach := map[string]bool{
 		"ExecAction.Command": true, "HTTPGetAction.Host": true, "HTTPGetAction.HTTPHeaders": true,
 		"TCPSocketAction.Host": true, "annotatedProbe.ExpectBody": true,
+		"tlsField.ClientCertificate": true,
 	}
 	var walk func(typ reflect.Type)
 	walk = func(typ reflect.Type) {
@@ -401,6 +404,8 @@ func TestReachClassifiesEveryField(t *testing.T) {
 			switch {
 			case name == "annotatedProbe.Probe" || name == "Probe.ProbeHandler":
 				walk(f.Type)
+			case name == "annotatedProbe.TLS":
+				walk(f.Type.Elem())
 			case typ.Name() == "ProbeHandler":
 				walk(f.Type.Elem())
 			case free[name] == reach[name]:

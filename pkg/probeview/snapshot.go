@@ -23,8 +23,24 @@ type Probe struct {
 	LastResult   string `json:"lastResult,omitempty"`
 	ResultRun    int    `json:"resultRun"`
 	// RestartDeferred: why the container's restart is held back, while it is.
-	RestartDeferred string   `json:"restartDeferred,omitempty"`
-	History         []Result `json:"history"`
+	RestartDeferred string `json:"restartDeferred,omitempty"`
+	// TLS is what the last TLS handshake of a probe with probed.io/tls
+	// showed.
+	TLS     *TLSPeer `json:"tls,omitempty"`
+	History []Result `json:"history"`
+}
+
+// TLSPeer is probed's prober.TLSPeer: the server a probe with
+// probed.io/tls last shook hands with, and the expiries it depends on.
+type TLSPeer struct {
+	ServerName     string    `json:"serverName,omitempty"`
+	Verified       bool      `json:"verified"`
+	Subject        string    `json:"subject,omitempty"`
+	DNSNames       []string  `json:"dnsNames,omitempty"`
+	Issuer         string    `json:"issuer,omitempty"`
+	NotAfter       time.Time `json:"notAfter"`
+	ClientNotAfter time.Time `json:"clientNotAfter,omitzero"`
+	At             time.Time `json:"at"`
 }
 
 // Result is one probe attempt, oldest first in Probe.History.

@@ -90,6 +90,11 @@ func Status(w io.Writer, probes []Probe, o StatusOptions) error {
 		}
 	}
 	for _, p := range probes {
+		if p.TLS != nil {
+			fmt.Fprintf(w, "\n%s %s TLS: %s\n", printable(p.Container), printable(p.ProbeType), tlsLine(p.TLS, o.Now))
+		}
+	}
+	for _, p := range probes {
 		if len(p.History) == 0 {
 			continue
 		}
@@ -169,4 +174,35 @@ func printable(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// tlsLine words a TLS peer: who answered, whether it was verified and
+// against which name, and when the certificates expire.
+func tlsLine(t *TLSPeer, now time.Time) string {
+	who := t.Subject
+	if len(t.DNSNames) > 0 {
+		who += " (" + strings.Join(t.DNSNames, ", ") + ")"
+	}
+	verified := "not verified (insecureSkipVerify)"
+	if t.Verified {
+		name := t.ServerName
+		if name == "" {
+			name = "the pod's address"
+		}
+		verified = "verified for " + name + ", issued by " + t.Issuer
+	}
+	line := fmt.Sprintf("%s, %s; server certificate expires %s", who, verified, expiry(t.NotAfter, now))
+	if !t.ClientNotAfter.IsZero() {
+		line += ", client certificate " + expiry(t.ClientNotAfter, now)
+	}
+	return oneLine(printable(line), 1024)
+}
+
+// expiry words when a certificate expires, relative to now.
+func expiry(at, now time.Time) string {
+	d := at.Sub(now).Round(time.Minute)
+	if d < 0 {
+		return fmt.Sprintf("%s (expired %s ago)", at.UTC().Format(time.RFC3339), -d)
+	}
+	return fmt.Sprintf("%s (in %s)", at.UTC().Format(time.RFC3339), d)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/worker"
 )
 
@@ -45,7 +46,9 @@ func TestStatusTable(t *testing.T) {
 		{Container: "app", ProbeType: "Readiness", State: "running", Spec: "exec [cat /tmp/ready] delay=0s timeout=1s period=2s #success=1 #failure=3",
 			LastResult: "failure", ResultRun: 3, History: hist},
 		{Container: "app", ProbeType: "Liveness", State: "pending", Spec: "tcp-socket :8080 delay=0s timeout=1s period=10s #success=1 #failure=3",
-			RestartDeferred: "restart deferred: PodDisruptionBudget ns/web allows no disruption now"},
+			RestartDeferred: "restart deferred: PodDisruptionBudget ns/web allows no disruption now",
+			TLS: &TLSPeer{ServerName: "web.test", Verified: true, Subject: "CN=web", DNSNames: []string{"web.test"}, Issuer: "CN=ca",
+				NotAfter: hist[6].Time.Add(48 * time.Hour), ClientNotAfter: hist[6].Time.Add(-time.Hour)}},
 	}
 	var b bytes.Buffer
 	now := hist[6].Time.Add(5 * time.Second)
@@ -58,6 +61,8 @@ app        Readiness  running  failure ×3  ···✓✓✓✗✗!✗  exec [cat
 (` + StripLegend + `)
 
 app Liveness: restart deferred: PodDisruptionBudget ns/web allows no disruption now
+
+app Liveness TLS: CN=web (web.test), verified for web.test, issued by CN=ca; server certificate expires 2026-11-27T14:00:12Z (in 48h0m0s), client certificate 2026-11-25T13:00:12Z (expired 1h0m0s ago)
 
 app Readiness, last 7 results:
   AGE  RESULT   DURATION  OUTPUT
@@ -103,6 +108,8 @@ func TestDecodesWorkerSnapshot(t *testing.T) {
 		PodNamespace: "default", PodName: "web", PodUID: "u1", Container: "app", ProbeType: "Readiness",
 		Spec: "exec [false]", State: worker.StateRunning, ContainerID: "containerd://1", Published: "failure",
 		LastResult: "failure", ResultRun: 2,
+		TLS: &prober.TLSPeer{ServerName: "web.test", Verified: true, Subject: "CN=web", DNSNames: []string{"web.test"}, Issuer: "CN=ca",
+			NotAfter: at.Add(time.Hour), ClientNotAfter: at.Add(2 * time.Hour), At: at},
 		History: []worker.HistoryEntry{{Time: at, Result: "failure", Duration: 12500 * time.Microsecond, Output: "no", Error: "boom"}},
 	}}
 	body, err := json.Marshal(in)
@@ -115,6 +122,8 @@ func TestDecodesWorkerSnapshot(t *testing.T) {
 	}
 	want := Probe{PodNamespace: "default", PodName: "web", PodUID: "u1", Container: "app", ProbeType: "Readiness",
 		Spec: "exec [false]", State: "running", ContainerID: "containerd://1", Published: "failure", LastResult: "failure", ResultRun: 2,
+		TLS: &TLSPeer{ServerName: "web.test", Verified: true, Subject: "CN=web", DNSNames: []string{"web.test"}, Issuer: "CN=ca",
+			NotAfter: at.Add(time.Hour), ClientNotAfter: at.Add(2 * time.Hour), At: at},
 		History: []Result{{Time: at, Result: "failure", Duration: Duration(12500 * time.Microsecond), Output: "no", Error: "boom"}}}
 	if len(got) != 1 || !equalProbe(got[0], want) {
 		t.Errorf("decoded %+v, want %+v", got, want)

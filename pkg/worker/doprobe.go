@@ -287,6 +287,8 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		Env:         w.cfg.Container.Env,
 		KeepAlive:   w.cfg.KeepAlive,
 		HTTPCheck:   w.cfg.HTTPCheck,
+		PodUID:      w.cfg.PodUID,
+		TLS:         w.cfg.TLS,
 		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
 	}

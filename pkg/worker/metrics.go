@@ -33,6 +33,9 @@ const (
 //   - probed_probe_panics_total{probe_type}: counter of recovered panics.
 //   - probed_container_kills_total{probe_type,outcome}: counter of container
 //     kills after a liveness or startup failure; outcome is success or error.
+//   - probed_probe_certificate_expiry_timestamp_seconds{probe_type,container,
+//     pod,namespace,certificate}: when the certificates a probe with
+//     probed.io/tls depends on expire (metrics_tls.go).
 //
 // The per-pod series of a worker are deleted when the worker ends. The
 // node-level counters and probed_workers are present at zero from the start
@@ -49,6 +52,7 @@ type Metrics struct {
 	lateness      *prometheus.HistogramVec
 	panics        *prometheus.CounterVec
 	kills         *prometheus.CounterVec
+	tlsExpiry     *tlsExpiry
 	podUID        bool
 	// lateObs caches the lateness series per probe type (never deleted),
 	// made on a type's first tick.
@@ -72,7 +76,7 @@ var latenessBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 // NewMetrics creates the worker metrics and registers them with reg (unless
 // reg is nil). It panics if they are already registered there.
 func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
-	m := &Metrics{podUID: true}
+	m := &Metrics{podUID: true, tlsExpiry: newTLSExpiry()}
 	for _, o := range opts {
 		o(m)
 	}
@@ -127,7 +131,7 @@ func NewMetrics(reg prometheus.Registerer, opts ...MetricsOption) *Metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.probeTotal, m.workers, m.lateness, m.panics, m.kills)
+		reg.MustRegister(m.probeTotal, m.workers, m.lateness, m.panics, m.kills, m.tlsExpiry)
 		if m.perPod.durMode != DurationNone {
 			reg.MustRegister(m.probeDuration)
 		}

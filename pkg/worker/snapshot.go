@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // State is what a worker did on its last step, for /debug/probes.
@@ -57,8 +59,11 @@ type Snapshot struct {
 	// RestartDeferred says why the container's restart is held back (the
 	// restart budget, the workload guard, a PodDisruptionBudget), while
 	// it is.
-	RestartDeferred string         `json:"restartDeferred,omitempty"`
-	History         []HistoryEntry `json:"history"`
+	RestartDeferred string `json:"restartDeferred,omitempty"`
+	// TLS is what the last TLS handshake of a probe with probed.io/tls
+	// showed: the verified name and server certificate, and expiries.
+	TLS     *prober.TLSPeer `json:"tls,omitempty"`
+	History []HistoryEntry  `json:"history"`
 }
 
 // Snapshot returns the worker's current state. It is safe to call from any
@@ -69,6 +74,9 @@ func (w *Worker) Snapshot() Snapshot {
 	hist := w.hist.list()
 	w.mu.Unlock()
 	s := Snapshot{State: p.state, ContainerID: p.containerID, ResultRun: p.resultRun, RestartDeferred: p.restartDeferred, History: hist}
+	if w.cfg.TLS != nil {
+		s.TLS = w.session.TLSPeer()
+	}
 	if p.counted {
 		s.LastResult = resultWord(p.lastResult)
 	}

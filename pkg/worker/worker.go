@@ -83,6 +83,9 @@ type Config struct {
 	KeepAlive bool
 	// HTTPCheck is the probe's response checks (httpGet); nil: the kubelet's rule.
 	HTTPCheck *probespec.HTTPCheck
+	// TLS is the probe's "probed.io/tls" (HTTPS and gRPC); nil: the
+	// kubelet's unverified TLS.
+	TLS *probespec.TLS
 	// Period and Timeout replace the spec's periodSeconds and
 	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
 	// "probed.io/timeoutMilliseconds").
@@ -201,6 +204,9 @@ func (w *Worker) Run(ctx context.Context) {
 		return
 	}
 	w.cfg.Metrics.workerDelta(&w.series, 1)
+	if w.cfg.TLS != nil {
+		w.cfg.Metrics.watchTLS(&w.series, w.session)
+	}
 	defer w.exit()
 	ctx = w.withOwner(ctx)
 	if !w.startupJitter(ctx) {
@@ -342,6 +348,7 @@ func (w *Worker) exit() {
 		w.cfg.Results.Remove(w.containerID)
 	}
 	w.cfg.Metrics.deleteSeries(&w.series)
+	w.cfg.Metrics.unwatchTLS(&w.series)
 	w.cfg.Metrics.workerDelta(&w.series, -1)
 	w.state = StateStopped
 	w.publish()

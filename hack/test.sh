@@ -128,7 +128,7 @@ for t in "${tiers[@]}"; do
       # image.tag=dev: the chart refuses to render a tag left to its appVersion, dev.
       "$helm_dir/helm" lint --strict charts/probed --set image.tag=dev
       "$helm_dir/helm" lint --strict charts/probed --set image.tag=dev --set monitoring.enabled=true --set webhook.certManager.enabled=true \
-        --set namespace.create=true --set namespace.name=elsewhere --set shadow.enabled=true
+        --set namespace.create=true --set namespace.name=elsewhere --set shadow.enabled=true --set probeTLS.podVolumes=true
       "$helm_dir/helm" lint --strict charts/probed --set image.tag=dev --set webhook.enabled=false \
         --set flags.runtime-endpoint=unix:///var/run/crio/crio.sock --set flags.runtime-type=cri
       for k in $(git ls-files '*kustomization.yaml'); do

@@ -87,11 +87,17 @@ func (d *Dir) Read(uid types.UID, f *probespec.VolumeFile, prev *File) (*File, e
 		return nil, ErrDisabled
 	}
 	kind, ok := kindDirs[f.Kind]
-	if !ok || uid == "" || strings.ContainsAny(string(uid), `/\`) || strings.HasPrefix(string(uid), ".") {
+	if !ok || !pathElement(string(uid)) || !pathElement(f.Volume) {
 		return nil, fmt.Errorf("volume %q: no such %s volume of this pod", f.Volume, f.Kind)
 	}
 	volDir := filepath.Join(d.root, string(uid), "volumes", kind, f.Volume)
 	return readWithin(volDir, f.Path, fmt.Sprintf("%s volume %q", f.Kind, f.Volume), prev)
+}
+
+// pathElement reports whether s names one entry of a directory, not
+// itself, its parent or a path (the API's UIDs and volume names always do).
+func pathElement(s string) bool {
+	return s != "" && !strings.ContainsAny(s, `/\`) && !strings.HasPrefix(s, ".")
 }
 
 // ReadPath returns the content of an absolute path of probed's own (the

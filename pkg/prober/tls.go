@@ -294,11 +294,18 @@ type alertConn struct {
 
 func (c *alertConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	var alert tls.AlertError
-	if err != nil && errors.As(err, &alert) {
+	if isRemoteAlert(err) {
 		c.last.set(err)
 	}
 	return n, err
+}
+
+// isRemoteAlert reports whether err is a TLS alert the peer sent. Over
+// TCP crypto/tls returns it as a *net.OpError "remote error" around an
+// unexported type: tls.AlertError is only QUIC's.
+func isRemoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
 func (c *handshakeCreds) Clone() credentials.TransportCredentials {
@@ -327,11 +334,10 @@ func isCertificateError(err error) bool {
 		return false
 	}
 	var (
-		verr  *tls.CertificateVerificationError
-		alert tls.AlertError
-		unk   x509.UnknownAuthorityError
-		host  x509.HostnameError
-		inv   x509.CertificateInvalidError
+		verr *tls.CertificateVerificationError
+		unk  x509.UnknownAuthorityError
+		host x509.HostnameError
+		inv  x509.CertificateInvalidError
 	)
-	return errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &unk) || errors.As(err, &host) || errors.As(err, &inv)
+	return errors.As(err, &verr) || isRemoteAlert(err) || errors.As(err, &unk) || errors.As(err, &host) || errors.As(err, &inv)
 }

@@ -300,6 +300,24 @@ func (c *alertConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// alertWait bounds how long a failed write waits for the alert that
+// explains it.
+const alertWait = 100 * time.Millisecond
+
+// Write notes the alert of a server that refused our certificate and
+// closed the connection before we read its alert: under TLS 1.3 our first
+// write may meet the closed connection, and grpc-go then closes it unread.
+func (c *alertConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(alertWait))
+		if _, rerr := c.Conn.Read(make([]byte, 1)); isRemoteAlert(rerr) {
+			c.last.set(rerr)
+		}
+	}
+	return n, err
+}
+
 // isRemoteAlert reports whether err is a TLS alert the peer sent. Over
 // TCP crypto/tls returns it as a *net.OpError "remote error" around an
 // unexported type: tls.AlertError is only QUIC's.

@@ -370,9 +370,10 @@ func wantHealthy(t testing.TB, proto string, res Result, out string, err error) 
 	}
 }
 
-// wantTLSFailure checks a Failure whose output carries Go's TLS text want:
-// a gRPC probe's is the connect error at once, not the timeout.
-func wantTLSFailure(t testing.TB, proto string, port int, res Result, out string, err error, want string) {
+// wantTLSFailure checks a Failure whose output carries Go's TLS text want
+// (or, for an HTTPS probe, one of also): a gRPC probe's is the connect
+// error at once, not the timeout.
+func wantTLSFailure(t testing.TB, proto string, port int, res Result, out string, err error, want string, also ...string) {
 	t.Helper()
 	if res != Failure || err != nil {
 		t.Fatalf("probe = %v %q %v; want Failure", res, out, err)
@@ -381,10 +382,27 @@ func wantTLSFailure(t testing.TB, proto string, port int, res Result, out string
 		"https": fmt.Sprintf(`Get "https://127.0.0.1:%d/healthz": `, port),
 		"grpc":  fmt.Sprintf(`error: failed to connect service at "127.0.0.1:%d": `, port),
 	}[proto]
-	if !strings.HasPrefix(out, prefix) || !strings.Contains(out, want) {
-		t.Errorf("output %q; want %q...%q", out, prefix, want)
+	if proto != "https" {
+		also = nil
 	}
+	if !strings.HasPrefix(out, prefix) {
+		t.Errorf("output %q; want %q...%q", out, prefix, want)
+		return
+	}
+	for _, w := range append([]string{want}, also...) {
+		if strings.Contains(out, w) {
+			return
+		}
+	}
+	t.Errorf("output %q; want %q...%q", out, prefix, want)
 }
+
+// refusedHTTPS is what an HTTPS probe may say, rather than the server's
+// alert, when a TLS 1.3 server refuses its certificate: the server's
+// verdict comes after the client's handshake has ended, and net/http may
+// meet the closed connection, or HTTP/2 give up on it, before it reads
+// the alert. (A gRPC probe reads the alert: alertConn.)
+var refusedHTTPS = []string{"write: broken pipe", "write: connection reset by peer", "http2: client conn could not be established"}
 
 // TestTLSVerify: every way probed.io/tls verifies a server, or presents a
 // client certificate, for HTTPS and gRPC probes.
@@ -415,6 +433,8 @@ func TestTLSVerify(t *testing.T) {
 		spec   *probespec.TLS
 		// want is the failure's text; "" wants Success.
 		want string
+		// alsoHTTPS are what an HTTPS probe may say instead.
+		alsoHTTPS []string
 	}
 	cases := []tc{
 		{name: "server name and CA", opts: podOpts, server: serverTLS{cert: good}, spec: withCA(tlsTestName)},
@@ -428,6 +448,11 @@ func TestTLSVerify(t *testing.T) {
 			want: "x509: certificate signed by unknown authority"},
 		{name: "client certificate presented", opts: podOpts, server: serverTLS{cert: good, clientCAs: ca.pool()},
 			spec: withClient(withCA(tlsTestName))},
+		{name: "client certificate required, none", opts: podOpts, server: serverTLS{cert: good, clientCAs: ca.pool()},
+			spec: withCA(tlsTestName), want: "remote error: tls: certificate required", alsoHTTPS: refusedHTTPS},
+		{name: "client certificate of a CA the server does not trust", opts: podOpts,
+			server: serverTLS{cert: good, clientCAs: other.pool()},
+			spec:   withClient(withCA(tlsTestName)), want: "remote error: tls: unknown certificate authority", alsoHTTPS: refusedHTTPS},
 		// TLS 1.2 refuses a client certificate within the handshake.
 		{name: "TLS 1.2, client certificate presented", opts: podOpts,
 			server: serverTLS{cert: good, clientCAs: ca.pool(), maxVersion: tls.VersionTLS12},
@@ -461,7 +486,7 @@ func TestTLSVerify(t *testing.T) {
 					defer sess.Close()
 					res, out, err := tlsProbe(t, p, proto, srv, c.spec, sess, false)
 					if c.want != "" {
-						wantTLSFailure(t, proto, srv.port, res, out, err, c.want)
+						wantTLSFailure(t, proto, srv.port, res, out, err, c.want, c.alsoHTTPS...)
 						return
 					}
 					wantHealthy(t, proto, res, out, err)
@@ -481,6 +506,31 @@ func TestTLSVerify(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestTLSGRPCRefusedClientCertificate: a gRPC probe whose certificate a
+// TLS 1.3 server refuses fails at once, every time, with the server's
+// alert: the server sends it after the probe's handshake has ended, and
+// closes, so the probe's first writes may fail before it is read.
+func TestTLSGRPCRefusedClientCertificate(t *testing.T) {
+	ca := newTestCA(t, "pod CA")
+	files := newPodTLSFiles(t)
+	files.write(t, ca, nil)
+	srv := startTLSServer(t, "grpc", serverTLS{cert: ca.server(t, time.Now().Add(time.Hour), tlsTestName), clientCAs: ca.pool()})
+	p := New(nil, Options{TLS: TLSOptions{PodFiles: files.dir()}})
+	spec := &probespec.TLS{ServerName: tlsTestName, CA: podCAFile}
+	for range 100 {
+		sess := NewSession()
+		// One connection attempt within the timeout: no retry hides a
+		// lost alert.
+		target := Target{PodIP: "127.0.0.1", PodUID: tlsTestUID, TLS: spec, Session: sess, Timeout: time.Second}
+		res, out, err := p.runOnce(context.Background(), tlsProbeSpec("grpc", srv.port, false), target)
+		sess.Close()
+		wantTLSFailure(t, "grpc", srv.port, res, out, err, "remote error: tls: certificate required")
+		if t.Failed() {
+			break
+		}
 	}
 }
 

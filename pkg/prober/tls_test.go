@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -241,7 +242,7 @@ type serverTLS struct {
 }
 
 // tlsServer is an HTTPS or gRPC-over-TLS health server on loopback whose
-// certificate can be switched.
+// certificate can be switched, and whose connections can be dropped.
 type tlsServer struct {
 	port int
 	mat  atomic.Pointer[serverTLS]
@@ -261,11 +262,12 @@ func (s *tlsServer) tlsConfig(nextProtos ...string) *tls.Config {
 	}}
 }
 
-// trackListener counts the connections it accepts.
+// trackListener counts the connections it accepts and can drop them all.
 type trackListener struct {
 	net.Listener
 	mu       sync.Mutex
 	accepted int
+	conns    []net.Conn
 }
 
 func (l *trackListener) Accept() (net.Conn, error) {
@@ -273,6 +275,7 @@ func (l *trackListener) Accept() (net.Conn, error) {
 	if err == nil {
 		l.mu.Lock()
 		l.accepted++
+		l.conns = append(l.conns, c)
 		l.mu.Unlock()
 	}
 	return c, err
@@ -282,6 +285,16 @@ func (l *trackListener) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.accepted
+}
+
+// drop closes every connection accepted so far.
+func (l *trackListener) drop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		_ = c.Close()
+	}
+	l.conns = nil
 }
 
 // startTLSServer serves proto ("https": 200 "ok" on any path, over HTTP/2
@@ -705,6 +718,55 @@ func testTLSRotation(t *testing.T, proto string, keep bool) {
 	}
 	if n := srv.l.count(); n != wantConns {
 		t.Errorf("%d connections after the rotation; want %d", n, wantConns)
+	}
+}
+
+// TestTLSKeptConnectionReverifies: with keep-alive, a server that drops
+// the kept connection and comes back with a certificate the pod's CA does
+// not sign fails the next probe at once with Go's x509 text; its peer
+// stays the last verified one.
+func TestTLSKeptConnectionReverifies(t *testing.T) {
+	for _, proto := range []string{"https", "grpc"} {
+		t.Run(proto, func(t *testing.T) {
+			ca, other := newTestCA(t, "pod CA"), newTestCA(t, "another CA")
+			good := ca.server(t, time.Now().Add(time.Hour), tlsTestName)
+			files := newPodTLSFiles(t)
+			files.write(t, ca, nil)
+			srv := startTLSServer(t, proto, serverTLS{cert: good})
+			p := New(nil, Options{TLS: TLSOptions{PodFiles: files.dir()}})
+			spec := &probespec.TLS{ServerName: tlsTestName, CA: podCAFile}
+			sess := NewSession()
+			defer sess.Close()
+			res, out, err := tlsProbe(t, p, proto, srv, spec, sess, true)
+			wantHealthy(t, proto, res, out, err)
+
+			srv.use(serverTLS{cert: other.server(t, time.Now().Add(time.Hour), tlsTestName)})
+			srv.l.drop()
+			if proto == "grpc" {
+				// Until the kept ClientConn has seen its connection go.
+				grpcWaitFor(t, "the kept connection to go", func() bool {
+					sess.mu.Lock()
+					defer sess.mu.Unlock()
+					return sess.grpc.conn.GetState() != connectivity.Ready
+				})
+			}
+			res, out, err = tlsProbe(t, p, proto, srv, spec, sess, true)
+			if proto == "https" && res == Failure && !strings.Contains(out, "x509") {
+				// The probe came before net/http saw the kept connection
+				// go, and HTTP/2 does not retry it: it fails once on the
+				// dead connection, as it would without probed.io/tls.
+				for _, dead := range []string{"unexpected EOF", "connection reset by peer", "broken pipe"} {
+					if strings.Contains(out, dead) {
+						res, out, err = tlsProbe(t, p, proto, srv, spec, sess, true)
+						break
+					}
+				}
+			}
+			wantTLSFailure(t, proto, srv.port, res, out, err, "x509: certificate signed by unknown authority")
+			if peer := sess.TLSPeer(); peer == nil || !peer.NotAfter.Equal(good.cert.NotAfter) {
+				t.Errorf("TLSPeer() = %+v; want the last verified server's", peer)
+			}
+		})
 	}
 }
 

@@ -111,9 +111,14 @@ func (src *tlsSource) config(target Target) (cfg *tls.Config, ok bool, err error
 // build reads spec's files and returns old when none changed, else new
 // material.
 func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial) (*tlsMaterial, error) {
-	m := &tlsMaterial{spec: spec, files: map[probespec.VolumeFile]*podfiles.File{}}
+	// Read first, allocate only on a change: most probes find none.
+	var read [3]*podfiles.File
+	files := [3]*probespec.VolumeFile{spec.CA, spec.ClientCert, spec.ClientKey}
 	changed := old == nil
-	for _, f := range spec.Files() {
+	for i, f := range files {
+		if f == nil {
+			continue
+		}
 		var prev *podfiles.File
 		if old != nil {
 			prev = old.files[*f]
@@ -123,8 +128,9 @@ func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial
 			return nil, err
 		}
 		changed = changed || got != prev
-		m.files[*f] = got
+		read[i] = got
 	}
+	var cluster *podfiles.File
 	if spec.Roots == probespec.RootsCluster && src.opts.ClusterCAFile != "" {
 		var prev *podfiles.File
 		if old != nil {
@@ -135,10 +141,16 @@ func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial
 			return nil, fmt.Errorf("the cluster's CA: %w", err)
 		}
 		changed = changed || got != prev
-		m.cluster = got
+		cluster = got
 	}
 	if !changed {
 		return old, nil
+	}
+	m := &tlsMaterial{spec: spec, files: map[probespec.VolumeFile]*podfiles.File{}, cluster: cluster}
+	for i, f := range files {
+		if f != nil {
+			m.files[*f] = read[i]
+		}
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.ServerName}
 	switch {

@@ -41,6 +41,11 @@ echo ">> building the benchmark binaries into $bin"
   -ldflags "-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitVersion=v1.37.2" \
   -o "$bin/" ./cmd/kubelet-driver)
 
+# probed.io/tls: CPU per HTTPS probe with verification against the
+# kubelet's unverified TLS, keep-alive off and on, in the same run.
+echo ">> verified TLS against unverified HTTPS probes: $out/tls-verify.txt"
+go test -run '^$' -bench '^BenchmarkHTTPSProbe$' -benchtime "$([[ $quick == 1 ]] && echo 500x || echo 5000x)" -count 3 ./pkg/prober/ | tee "$out/tls-verify.txt"
+
 args=(-bin "$bin" -repo "$root" -out "$out")
 [[ $quick == 1 ]] && args+=(-quick)
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags

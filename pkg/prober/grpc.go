@@ -105,9 +105,8 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS dia
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	req := &healthpb.HealthCheckRequest{Service: service}
 
-	conn := s.takeGRPC(addr, useTLS)
+	conn, creds := s.takeGRPC(addr, useTLS)
 	kept := conn != nil
-	var creds *handshakeCreds
 	if !kept {
 		var err error
 		if conn, creds, err = p.dial(sc, useTLS, addr); err != nil {
@@ -128,7 +127,7 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS dia
 		return p.check(ctx, s, sc, useTLS, host, service, port, timeout)
 	}
 	if s != nil {
-		s.keepGRPC(addr, useTLS, conn)
+		s.keepGRPC(addr, useTLS, conn, creds)
 	} else {
 		_ = conn.Close()
 	}
@@ -234,29 +233,31 @@ func (s *Session) grpcState() *grpcSession {
 // takeGRPC hands over the kept ClientConn to addr, if there is one that
 // has not failed; a probe that takes it gives it back with keepGRPC. A
 // ClientConn to another address, or in TRANSIENT_FAILURE, is closed: the
-// probe dials anew, as the kubelet does for every probe.
-func (s *Session) takeGRPC(addr string, useTLS dialTLS) *grpc.ClientConn {
+// probe dials anew, as the kubelet does for every probe. creds are the
+// ClientConn's probed.io/tls credentials, which it keeps using when it
+// connects again.
+func (s *Session) takeGRPC(addr string, useTLS dialTLS) (*grpc.ClientConn, *handshakeCreds) {
 	g := s.grpcState()
 	if g == nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := g.conn
-	g.conn = nil
+	c, creds := g.conn, g.creds
+	g.conn, g.creds = nil, nil
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	if g.addr != addr || g.useTLS != useTLS.on || g.tls != useTLS.cfg || c.GetState() == connectivity.TransientFailure {
 		_ = c.Close()
-		return nil
+		return nil, nil
 	}
-	return c
+	return c, creds
 }
 
 // keepGRPC keeps c for the worker's next probe, or closes it when the
 // session is closed or nil.
-func (s *Session) keepGRPC(addr string, useTLS dialTLS, c *grpc.ClientConn) {
+func (s *Session) keepGRPC(addr string, useTLS dialTLS, c *grpc.ClientConn, creds *handshakeCreds) {
 	g := s.grpcState()
 	if g == nil {
 		_ = c.Close()
@@ -268,5 +269,5 @@ func (s *Session) keepGRPC(addr string, useTLS dialTLS, c *grpc.ClientConn) {
 		_ = c.Close()
 		return
 	}
-	g.conn, g.addr, g.useTLS, g.tls = c, addr, useTLS.on, useTLS.cfg
+	g.conn, g.addr, g.useTLS, g.tls, g.creds = c, addr, useTLS.on, useTLS.cfg, creds
 }

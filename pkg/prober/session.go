@@ -41,6 +41,8 @@ type grpcSession struct {
 	addr   string
 	useTLS bool
 	tls    *tls.Config
+	// creds are conn's probed.io/tls credentials; nil without.
+	creds *handshakeCreds
 }
 
 // NewSession returns an empty Session.

@@ -111,9 +111,14 @@ func (src *tlsSource) config(target Target) (cfg *tls.Config, ok bool, err error
 // build reads spec's files and returns old when none changed, else new
 // material.
 func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial) (*tlsMaterial, error) {
-	m := &tlsMaterial{spec: spec, files: map[probespec.VolumeFile]*podfiles.File{}}
+	// Read first, allocate only on a change: most probes find none.
+	var read [3]*podfiles.File
+	files := [3]*probespec.VolumeFile{spec.CA, spec.ClientCert, spec.ClientKey}
 	changed := old == nil
-	for _, f := range spec.Files() {
+	for i, f := range files {
+		if f == nil {
+			continue
+		}
 		var prev *podfiles.File
 		if old != nil {
 			prev = old.files[*f]
@@ -123,8 +128,9 @@ func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial
 			return nil, err
 		}
 		changed = changed || got != prev
-		m.files[*f] = got
+		read[i] = got
 	}
+	var cluster *podfiles.File
 	if spec.Roots == probespec.RootsCluster && src.opts.ClusterCAFile != "" {
 		var prev *podfiles.File
 		if old != nil {
@@ -135,10 +141,16 @@ func (src *tlsSource) build(uid types.UID, spec *probespec.TLS, old *tlsMaterial
 			return nil, fmt.Errorf("the cluster's CA: %w", err)
 		}
 		changed = changed || got != prev
-		m.cluster = got
+		cluster = got
 	}
 	if !changed {
 		return old, nil
+	}
+	m := &tlsMaterial{spec: spec, files: map[probespec.VolumeFile]*podfiles.File{}, cluster: cluster}
+	for i, f := range files {
+		if f != nil {
+			m.files[*f] = read[i]
+		}
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: spec.ServerName}
 	switch {
@@ -294,11 +306,36 @@ type alertConn struct {
 
 func (c *alertConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	var alert tls.AlertError
-	if err != nil && errors.As(err, &alert) {
+	if isRemoteAlert(err) {
 		c.last.set(err)
 	}
 	return n, err
+}
+
+// alertWait bounds how long a failed write waits for the alert that
+// explains it.
+const alertWait = 100 * time.Millisecond
+
+// Write notes the alert of a server that refused our certificate and
+// closed the connection before we read its alert: under TLS 1.3 our first
+// write may meet the closed connection, and grpc-go then closes it unread.
+func (c *alertConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(alertWait))
+		if _, rerr := c.Conn.Read(make([]byte, 1)); isRemoteAlert(rerr) {
+			c.last.set(rerr)
+		}
+	}
+	return n, err
+}
+
+// isRemoteAlert reports whether err is a TLS alert the peer sent. Over
+// TCP crypto/tls returns it as a *net.OpError "remote error" around an
+// unexported type: tls.AlertError is only QUIC's.
+func isRemoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
 func (c *handshakeCreds) Clone() credentials.TransportCredentials {
@@ -327,11 +364,10 @@ func isCertificateError(err error) bool {
 		return false
 	}
 	var (
-		verr  *tls.CertificateVerificationError
-		alert tls.AlertError
-		unk   x509.UnknownAuthorityError
-		host  x509.HostnameError
-		inv   x509.CertificateInvalidError
+		verr *tls.CertificateVerificationError
+		unk  x509.UnknownAuthorityError
+		host x509.HostnameError
+		inv  x509.CertificateInvalidError
 	)
-	return errors.As(err, &verr) || errors.As(err, &alert) || errors.As(err, &unk) || errors.As(err, &host) || errors.As(err, &inv)
+	return errors.As(err, &verr) || isRemoteAlert(err) || errors.As(err, &unk) || errors.As(err, &host) || errors.As(err, &inv)
 }

@@ -312,9 +312,15 @@ type container struct {
 // then, as the kubelet would, marks it Running with podIP and running containers.
 func (e *testEnv) createPod(name, annotation string, gates bool, containers ...container) *v1.Pod {
 	e.t.Helper()
+	return e.createPodWithVolumes(name, annotation, gates, nil, containers...)
+}
+
+// createPodWithVolumes is createPod for a pod that declares volumes.
+func (e *testEnv) createPodWithVolumes(name, annotation string, gates bool, volumes []v1.Volume, containers ...container) *v1.Pod {
+	e.t.Helper()
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns, Annotations: map[string]string{}},
-		Spec:       v1.PodSpec{NodeName: e.node, RestartPolicy: v1.RestartPolicyAlways},
+		Spec:       v1.PodSpec{NodeName: e.node, RestartPolicy: v1.RestartPolicyAlways, Volumes: volumes},
 	}
 	if annotation != "" {
 		pod.Annotations["probed.io/probes"] = annotation

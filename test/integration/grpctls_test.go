@@ -5,6 +5,7 @@ package integration
 import (
 	"crypto/tls"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,28 @@ func startTLSGRPCTarget(t *testing.T, ip string) *grpcTarget {
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(s.Stop)
 	return &grpcTarget{IP: ip, Port: ln.Addr().(*net.TCPAddr).Port, hs: hs}
+}
+
+// startHTTPSTarget is a real HTTPS server on ip answering 200, with a
+// certificate for name (not the IP); caPEM verifies it.
+func startHTTPSTarget(t *testing.T, ip, name string) (port int, caPEM []byte) {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(name, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", net.JoinHostPort(ip, "0"), &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port, certPEM
 }
 
 // TestGRPCModeTLS: upstream's grpc.mode TLS probes a real TLS gRPC health

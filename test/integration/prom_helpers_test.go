@@ -144,14 +144,17 @@ func labelNames(s promh.Sample) []string {
 //     liveness target after startup, so probed tries to kill the container,
 //     which fails (no runtime here) and is retried every period;
 //   - exec/app: readiness by exec, which fails fast with no runtime
-//     (--runtime-type=none): an exec error, no probe result.
+//     (--runtime-type=none): an exec error, no probe result;
+//   - tls/app: readiness over HTTPS with probed.io/tls, verified against a
+//     CA in the pod's secret volume, laid out as the kubelet's pods
+//     directory (--pod-volumes-dir).
 type observedNode struct {
-	e                  *testEnv
-	p                  *probedProc
-	prom               *promServer
-	web, sick, execPod *v1.Pod
-	webApp, sickApp    *httpTarget
-	workersByType      map[string]int
+	e                          *testEnv
+	p                          *probedProc
+	prom                       *promServer
+	web, sick, execPod, tlsPod *v1.Pod
+	webApp, sickApp            *httpTarget
+	workersByType              map[string]int
 }
 
 func newObservedNode(t *testing.T, probedArgs ...string) *observedNode {
@@ -161,7 +164,7 @@ func newObservedNode(t *testing.T, probedArgs ...string) *observedNode {
 	o := &observedNode{e: e,
 		webApp:        startHTTPTarget(t, ip, true),
 		sickApp:       startHTTPTarget(t, ip, true),
-		workersByType: map[string]int{"Readiness": 3, "Liveness": 2, "Startup": 1},
+		workersByType: map[string]int{"Readiness": 4, "Liveness": 2, "Startup": 1},
 	}
 	g := startGRPCTarget(t, ip)
 	g.Set(true)
@@ -180,10 +183,25 @@ func newObservedNode(t *testing.T, probedArgs ...string) *observedNode {
 	o.execPod = e.createPod("exec", mustJSON(probes{"app": {
 		"readinessProbe": map[string]any{"exec": map[string]any{"command": []string{"true"}}, "periodSeconds": 1},
 	}}), true, container{name: "app"})
-	for _, p := range []*v1.Pod{o.web, o.sick, o.execPod} {
+	tlsPort, caPEM := startHTTPSTarget(t, ip, "probe.test")
+	o.tlsPod = e.createPodWithVolumes("tls", mustJSON(probes{"app": {"readinessProbe": map[string]any{
+		"httpGet":       map[string]any{"port": tlsPort, "scheme": "HTTPS", "path": "/"},
+		"periodSeconds": 1,
+		"probed.io/tls": map[string]any{"serverName": "probe.test", "ca": map[string]any{"volume": "certs"}},
+	}}}), true, []v1.Volume{{Name: "certs", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "certs"}}}},
+		container{name: "app"})
+	podsDir := t.TempDir()
+	volDir := filepath.Join(podsDir, string(o.tlsPod.UID), "volumes", "kubernetes.io~secret", "certs")
+	if err := os.MkdirAll(volDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(volDir, "ca.crt"), caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{o.web, o.sick, o.execPod, o.tlsPod} {
 		e.runPod(p, ip, time.Minute)
 	}
-	o.p = e.startProbed(append(servingCert.args(), probedArgs...)...)
+	o.p = e.startProbed(append(append(servingCert.args(), "--pod-volumes-dir="+podsDir), probedArgs...)...)
 	o.prom = startPrometheus(t, e.promTarget(o.p))
 	return o
 }

@@ -102,8 +102,8 @@ func TestPrometheusProbeMetrics(t *testing.T) {
 	if v, err := prom.QueryAt(context.Background(), webSeries, before); err != nil || len(v) == 0 {
 		t.Errorf("web's series before the deletion: %v, %v; the history should stay", v, err)
 	}
-	prom.eventually("readiness workers down to 1 (exec)", fmt.Sprintf(`probed_workers{job="probed",node=%q,probe_type="Readiness"}`, node),
-		10*time.Second, func(v promh.Vector) bool { return value(v) == 1 })
+	prom.eventually("readiness workers down to 2 (exec, tls)", fmt.Sprintf(`probed_workers{job="probed",node=%q,probe_type="Readiness"}`, node),
+		10*time.Second, func(v promh.Vector) bool { return value(v) == 2 })
 	prom.eventually("liveness workers down to 1 (sick)", fmt.Sprintf(`probed_workers{job="probed",node=%q,probe_type="Liveness"}`, node),
 		10*time.Second, func(v promh.Vector) bool { return value(v) == 1 })
 }

@@ -74,17 +74,6 @@ type TLS struct {
 	InsecureSkipVerify bool
 }
 
-// Files returns every volume file t reads, CA first.
-func (t *TLS) Files() []*VolumeFile {
-	var out []*VolumeFile
-	for _, f := range []*VolumeFile{t.CA, t.ClientCert, t.ClientKey} {
-		if f != nil {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // Equal reports whether t and o ask for the same TLS.
 func (t *TLS) Equal(o *TLS) bool {
 	if t == nil || o == nil {

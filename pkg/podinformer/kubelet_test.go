@@ -162,6 +162,22 @@ func TestKubeletSourceFollowsTheKubelet(t *testing.T) {
 	if err := r.lw.Check(0); err != nil {
 		t.Errorf("Check: %v", err)
 	}
+
+	// A relist the kubelet refuses leaves the open stream serving, and
+	// healthy: Check reports no outage.
+	r.kubelet.SetReady(false)
+	eventually(t, "the relist ticker", r.clock.HasWaiters)
+	r.clock.Step(15 * time.Second)
+	eventually(t, "the refused relist counted", func() bool {
+		return testutil.ToFloat64(r.metrics.errors.WithLabelValues("FailedPrecondition")) == 1
+	})
+	if err := r.lw.Check(0); err != nil {
+		t.Errorf("Check after a refused relist, the stream still open: %v", err)
+	}
+	a = a.DeepCopy()
+	a.Status.Phase = v1.PodSucceeded
+	r.kubelet.Set(a, true)
+	eventually(t, "a change on the stream still open", func() bool { return r.cached("a").Status.Phase == v1.PodSucceeded })
 }
 
 func TestKubeletSourceRecoversWhatADroppedWatchMissed(t *testing.T) {

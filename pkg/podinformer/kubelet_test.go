@@ -67,6 +67,19 @@ func newRig(t *testing.T, start bool) *rig {
 	return r
 }
 
+// syncedRig is a rig whose kubelet holds pods and whose informer has
+// synced them.
+func syncedRig(t *testing.T, pods ...*v1.Pod) *rig {
+	t.Helper()
+	r := newRig(t, false)
+	for _, p := range pods {
+		r.kubelet.Set(p, true)
+	}
+	r.start(t)
+	eventually(t, "sync", r.inf.HasSynced)
+	return r
+}
+
 func (r *rig) start(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -104,12 +117,8 @@ func (r *rig) relist(t *testing.T) {
 }
 
 func TestKubeletSourceFollowsTheKubelet(t *testing.T) {
-	r := newRig(t, false)
 	a, b := testPod("a", "pod-a"), testPod("b", "pod-b")
-	r.kubelet.Set(a, true)
-	r.kubelet.Set(b, true)
-	r.start(t)
-	eventually(t, "sync", r.inf.HasSynced)
+	r := syncedRig(t, a, b)
 	if n := len(r.inf.GetStore().List()); n != 2 {
 		t.Fatalf("%d pods cached, want 2", n)
 	}
@@ -181,12 +190,8 @@ func TestKubeletSourceFollowsTheKubelet(t *testing.T) {
 }
 
 func TestKubeletSourceRecoversWhatADroppedWatchMissed(t *testing.T) {
-	r := newRig(t, false)
 	a, b := testPod("a", "pod-a"), testPod("b", "pod-b")
-	r.kubelet.Set(a, true)
-	r.kubelet.Set(b, true)
-	r.start(t)
-	eventually(t, "sync", r.inf.HasSynced)
+	r := syncedRig(t, a, b)
 
 	// While no watch is open, b goes and c comes, and the kubelet sends
 	// nothing: the next stream's snapshot must say so.
@@ -213,11 +218,8 @@ func TestKubeletSourceRecoversWhatADroppedWatchMissed(t *testing.T) {
 }
 
 func TestKubeletSourceFollowsAKubeletRestart(t *testing.T) {
-	r := newRig(t, false)
 	a := testPod("a", "pod-a")
-	r.kubelet.Set(a, true)
-	r.start(t)
-	eventually(t, "sync", r.inf.HasSynced)
+	r := syncedRig(t, a)
 
 	// The kubelet goes away (its socket with it) and comes back with a
 	// new server; the pod changed meanwhile.

@@ -109,7 +109,9 @@ func Listen(t testing.TB, ns *netns.NS, addr string) net.Listener {
 		_ = unix.Close(fd)
 		t.Fatalf("bind %s: %v", addr, err)
 	}
-	if err := unix.Listen(fd, 128); err != nil {
+	// The backlog Go's net.Listen asks for (somaxconn's default): a small one
+	// drops SYNs under a benchmark's load, and the client then waits 1s.
+	if err := unix.Listen(fd, 4096); err != nil {
 		_ = unix.Close(fd)
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -185,7 +186,11 @@ func run(ctx context.Context, o *options) error {
 	var podNetworks *worker.PodNetworks
 	if o.PodNetworkProbes {
 		if o.RuntimeType != cri.TypeNone {
-			podNetworks = &worker.PodNetworks{Sandbox: runtime}
+			dirs := []string{filepath.Clean(o.PodNetnsDir)}
+			if dirs[0] == "/var/run/netns" {
+				dirs = append(dirs, "/run/netns") // /var/run is /run
+			}
+			podNetworks = &worker.PodNetworks{Sandbox: runtime, Dirs: dirs}
 		} else {
 			klog.InfoS("--pod-network-probes needs a container runtime that says where pods' network namespaces are; probes with probed.io/from Pod are refused")
 		}

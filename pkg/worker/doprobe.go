@@ -296,7 +296,7 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 	}
 	if w.cfg.FromPod && w.cfg.PodNetworks != nil {
 		target.PodNetns = func(ctx context.Context) (*netns.NS, error) {
-			return w.netns.get(ctx, w.cfg.PodNetworks, cs.ContainerID)
+			return w.netns.Get(ctx, w.cfg.PodNetworks, cs.ContainerID)
 		}
 	}
 	if o := w.cfg.OwnIPs; o != nil {

@@ -118,20 +118,22 @@ func checkPodNetns(ns *netns.NS, podIPs []string) error {
 	return fmt.Errorf("it holds none of the pod's IPs %v", podIPs)
 }
 
-// podNetns is one worker's namespace: that of its container's current
+// PodNetns is one worker's namespace: that of its container's current
 // sandbox, reopened when the container ID changes (a new container or a
-// replaced sandbox).
-type podNetns struct {
+// replaced sandbox). The zero value is ready; it is not safe for
+// concurrent use (a worker probes one at a time).
+type PodNetns struct {
 	containerID string
 	ns          *netns.NS
 }
 
-// get returns the namespace for containerID, opening it through p.
-func (c *podNetns) get(ctx context.Context, p *PodNetworks, containerID string) (*netns.NS, error) {
+// Get returns the namespace for containerID, opening it through p, and
+// closes the one it had for another container ID.
+func (c *PodNetns) Get(ctx context.Context, p *PodNetworks, containerID string) (*netns.NS, error) {
 	if c.ns != nil && c.containerID == containerID {
 		return c.ns, nil
 	}
-	c.close()
+	c.Close()
 	ns, err := p.Open(ctx, containerID)
 	if err != nil {
 		return nil, err
@@ -140,7 +142,8 @@ func (c *podNetns) get(ctx context.Context, p *PodNetworks, containerID string) 
 	return ns, nil
 }
 
-func (c *podNetns) close() {
+// Close releases the namespace.
+func (c *PodNetns) Close() {
 	if c.ns != nil {
 		_ = c.ns.Close()
 		c.ns, c.containerID = nil, ""

@@ -81,17 +81,17 @@ func TestPodNetnsFollowsTheSandbox(t *testing.T) {
 		"c2": {IPs: []string{"127.0.0.1"}, NetNS: b.Path(), Runtime: "io.containerd.runc.v2"},
 	}
 	p := &PodNetworks{Sandbox: src, Dirs: []string{dir, dirB}}
-	var c podNetns
-	defer c.close()
-	first, err := c.get(context.Background(), p, "c1")
+	var c PodNetns
+	defer c.Close()
+	first, err := c.Get(context.Background(), p, "c1")
 	if err != nil || first.ID() != a.ID() {
 		t.Fatalf("c1: %v %v", first, err)
 	}
-	again, _ := c.get(context.Background(), p, "c1")
+	again, _ := c.Get(context.Background(), p, "c1")
 	if again != first {
 		t.Error("the same container's namespace was reopened")
 	}
-	second, err := c.get(context.Background(), p, "c2")
+	second, err := c.Get(context.Background(), p, "c2")
 	if err != nil || second.ID() != b.ID() {
 		t.Fatalf("c2: %v %v", second, err)
 	}

@@ -145,7 +145,7 @@ type Worker struct {
 	// connections) for network probes; nil otherwise. Closed in exit.
 	session *prober.Session
 	// netns is the pod's network namespace, for a FromPod probe.
-	netns podNetns
+	netns PodNetns
 }
 
 // New returns a worker that has not started. It panics if a required field
@@ -351,7 +351,7 @@ func (w *Worker) Done() <-chan struct{} {
 // its way out, then tells the owner.
 func (w *Worker) exit() {
 	w.session.Close()
-	w.netns.close()
+	w.netns.Close()
 	if w.containerID != "" {
 		w.cfg.Results.Remove(w.containerID)
 	}

@@ -153,8 +153,9 @@ func TestProbeFromInsidePod(t *testing.T) {
 			if res == results.Success || !strings.Contains(out, want) {
 				t.Errorf("%s from the node: %s %q %v; want the kubelet's failure, %q (the app listens on 127.0.0.1 only)", name, res, out, err, want)
 			}
-			res, out, err = p.Probe(ctx, probespec.Readiness, spec, target(true), nil)
-			if res != results.Success || err != nil {
+			if res, out, err := untilSuccess(func() (results.Result, string, error) {
+				return p.Probe(ctx, probespec.Readiness, spec, target(true), nil)
+			}); res != results.Success || err != nil {
 				t.Errorf("%s from inside the pod: %s %q %v; want success", name, res, out, err)
 			}
 		}
@@ -240,7 +241,7 @@ func TestProbeFromInsidePodFollowsTheSandbox(t *testing.T) {
 			return p.Probe(ctx, probespec.Readiness, spec, prober.Target{PodIP: ips[0], PodIPs: ips, PodIPsVerified: true, ContainerID: c.RuntimeID(), FromPod: true,
 				PodNetns: func(ctx context.Context) (*netns.NS, error) { return cache.Get(ctx, networks, c.RuntimeID()) }}, nil)
 		}
-		if res, out, err := probe(first, ips); res != results.Success {
+		if res, out, err := untilSuccess(func() (results.Result, string, error) { return probe(first, ips) }); res != results.Success {
 			t.Fatalf("first sandbox: %s %q %v", res, out, err)
 		}
 		before, _ := cache.Get(context.Background(), networks, first.RuntimeID())
@@ -252,7 +253,7 @@ func TestProbeFromInsidePodFollowsTheSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		second, ips2, _ := localOnlyPod(t, h, meta, probeTarget)
-		if res, out, err := probe(second, ips2); res != results.Success {
+		if res, out, err := untilSuccess(func() (results.Result, string, error) { return probe(second, ips2) }); res != results.Success {
 			t.Fatalf("replaced sandbox: %s %q %v", res, out, err)
 		}
 		now, _ := cache.Get(context.Background(), networks, second.RuntimeID())
@@ -278,4 +279,18 @@ func bridgeAddr(t *testing.T, bridge, addr string) {
 		t.Fatalf("ip addr add %s dev %s: %v %s", addr, bridge, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", addr, "dev", bridge).Run() })
+}
+
+// untilSuccess runs probe until it succeeds, for at most 10s, as a worker
+// probes every period: the pod's servers start after its container does.
+// It returns the last outcome.
+func untilSuccess(probe func() (results.Result, string, error)) (results.Result, string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, out, err := probe()
+		if res == results.Success || time.Now().After(deadline) {
+			return res, out, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

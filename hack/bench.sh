@@ -46,6 +46,12 @@ echo ">> building the benchmark binaries into $bin"
 echo ">> verified TLS against unverified HTTPS probes: $out/tls-verify.txt"
 go test -run '^$' -bench '^BenchmarkHTTPSProbe$' -benchtime "$([[ $quick == 1 ]] && echo 500x || echo 5000x)" -count 3 ./pkg/prober/ | tee "$out/tls-verify.txt"
 
+# probed.io/from Pod: CPU per probe sent from inside a pod's network
+# namespace against the same probe from the node, in the same run (root:
+# it makes a network namespace).
+echo ">> probes from inside the pod against probes from the node: $out/from-pod.txt"
+go test -run '^$' -bench '^BenchmarkProbeFrom$' -benchtime "$([[ $quick == 1 ]] && echo 500x || echo 5000x)" -count 3 ./pkg/prober/ | tee "$out/from-pod.txt"
+
 args=(-bin "$bin" -repo "$root" -out "$out")
 [[ $quick == 1 ]] && args+=(-quick)
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags

@@ -86,6 +86,12 @@ type options struct {
 	// PodVolumesDir is --pod-volumes-dir: the kubelet's pods directory,
 	// where probed.io/tls reads certificates; "" reads none.
 	PodVolumesDir string
+	// PodNetworkProbes is --pod-network-probes: probes with
+	// probed.io/from Pod are sent from inside the pod's network namespace.
+	PodNetworkProbes bool
+	// PodNetnsDir is --pod-netns-dir: where the runtime keeps pods'
+	// network namespaces.
+	PodNetnsDir string
 	// LivenessRestartBudget is restarts per node per minute; 0 is unlimited.
 	LivenessRestartBudget int
 	// LivenessWorkloadGuard pauses liveness restarts of a workload while
@@ -171,6 +177,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeletPodsAPISocket, "kubelet-pods-api-socket", podinformer.DefaultKubeletSocket, "the kubelet's Pods API socket: <kubelet --root-dir>/pods-api/pods-api.sock")
 	flagschema.PositiveDurationVar(fs, &o.KubeletPodsRelist, "kubelet-pods-relist-period", 15*time.Second, "with the kubelet as pod source, how often probed reopens its watch and compares the kubelet's pods with its own: the kubelet's watch sends a pod only when its status changes, so an edit of probed.io/probes or another annotation reaches probed within this period (each reopening is a few lines in the kubelet's log)")
 	fs.StringVar(&o.PodVolumesDir, "pod-volumes-dir", "", "the kubelet's pods directory (<kubelet root>/pods, usually /var/lib/kubelet/pods), from whose secret, configMap and projected volumes probes with probed.io/tls read a pod's own CA bundle and client certificate; it must be mounted with HostToContainer propagation and lets probed read every such volume on the node (docs/tls.md); empty: probes that name a volume fail")
+	fs.BoolVar(&o.PodNetworkProbes, "pod-network-probes", false, "send probes whose probed.io/from is Pod from inside the pod's own network namespace, to its loopback (docs/pod-network.md); it needs CAP_SYS_ADMIN (setns) and the runtime's namespace directory (/var/run/netns) mounted with HostToContainer propagation (deploy/pod-netns); off, such probes are refused with InvalidProbe")
+	fs.StringVar(&o.PodNetnsDir, "pod-netns-dir", "/var/run/netns", "with --pod-network-probes, the directory where the container runtime keeps pods' network namespaces, as it names them (containerd and CRI-O: /var/run/netns, also spelt /run/netns; containerd with netns_mounts_under_state_dir: <state dir>/netns, for example /run/containerd/io.containerd.grpc.v1.cri/netns), mounted at the same path with HostToContainer propagation; probed enters no namespace the runtime names elsewhere")
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")
 	fs.BoolVar(&o.PDBRestarts, "pdb-restarts", false, "treat a liveness or startup restart of a pod that PodDisruptionBudgets select as a disruption each must allow, counted across all nodes as the Eviction API counts evictions (Leases in probed's namespace); a restart they do not allow is deferred and asked again at the next failure threshold (docs/pdb-restarts.md)")

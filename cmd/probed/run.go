@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -45,7 +46,7 @@ func run(ctx context.Context, o *options) error {
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause,
-		"podVolumesDir", o.PodVolumesDir, "podSource", o.PodSource)
+		"podVolumesDir", o.PodVolumesDir, "podNetworkProbes", o.PodNetworkProbes, "podSource", o.PodSource)
 	start := time.Now()
 	cfg, err := daemon.RESTConfig("probed", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
@@ -180,6 +181,20 @@ func run(ctx context.Context, o *options) error {
 	} else if !o.TrustPodStatusIPs && o.ProbeHostPolicy != hostpolicy.Kubelet {
 		klog.InfoS("No container runtime to say which IPs a pod has: the probe host policy allows no pod IP as the pod's own (see --trust-pod-status-ips)")
 	}
+	// Probes from inside the pod (probed.io/from Pod) find the pod's
+	// network namespace through the same verified runtime chain.
+	var podNetworks *worker.PodNetworks
+	if o.PodNetworkProbes {
+		if o.RuntimeType != cri.TypeNone {
+			dirs := []string{filepath.Clean(o.PodNetnsDir)}
+			if dirs[0] == "/var/run/netns" {
+				dirs = append(dirs, "/run/netns") // /var/run is /run
+			}
+			podNetworks = &worker.PodNetworks{Sandbox: runtime, Dirs: dirs}
+		} else {
+			klog.InfoS("--pod-network-probes needs a container runtime that says where pods' network namespaces are; probes with probed.io/from Pod are refused")
+		}
+	}
 	mgr, err = manager.New(manager.Options{
 		Informer: podInformer,
 		Pods:     pods,
@@ -203,6 +218,7 @@ func run(ctx context.Context, o *options) error {
 		RequireApprovedReach: o.RequireApprovedReach,
 		// What the runtime says of a pod's IPs, unless told to trust its status.
 		SandboxIPs:        sandboxIPs,
+		PodNetworks:       podNetworks,
 		TrustPodStatusIPs: o.TrustPodStatusIPs,
 		ReachPolicy:       reachPolicy,
 		ReachRecorder:     reachRecorder,

@@ -55,6 +55,7 @@ type Values struct {
 	ExtraVolumes       []corev1.Volume                `json:"extraVolumes"`
 	ExtraVolumeMounts  []corev1.VolumeMount           `json:"extraVolumeMounts"`
 	ProbeTLS           ProbeTLS                       `json:"probeTLS"`
+	PodNetwork         PodNetwork                     `json:"podNetwork"`
 	PodSource          PodSource                      `json:"podSource"`
 	Shadow             Shadow                         `json:"shadow"`
 	Webhook            Webhook                        `json:"webhook"`
@@ -101,6 +102,14 @@ type ProbeTLS struct {
 	// KubeletPodsDir is the kubelet's --root-dir/pods on the host, mounted
 	// at the same path.
 	KubeletPodsDir string `json:"kubeletPodsDir" schema:"pattern=^/.+$"`
+}
+
+// PodNetwork is what probes sent from inside the pod (probed.io/from
+// Pod) need of the node, as deploy/pod-netns has it.
+type PodNetwork struct {
+	// Probes passes --pod-network-probes, adds CAP_SYS_ADMIN (setns) and
+	// mounts /var/run/netns (read-only, HostToContainer).
+	Probes bool `json:"probes"`
 }
 
 // PodSource is where probed reads its node's pods, as

@@ -66,6 +66,23 @@ type RuntimeOwner struct {
 	// SandboxIPs are the IPs the runtime gave the sandbox; none on the
 	// host network.
 	SandboxIPs []string
+	// SandboxNetNS is the path of the network namespace the runtime made
+	// for the sandbox (containerd: /var/run/netns/cni-<id>); empty when
+	// it made none or does not say.
+	SandboxNetNS string
+	// SandboxRuntime names the runtime the sandbox runs under, as the
+	// runtime says (containerd: io.containerd.runc.v2, or kata's, gVisor's).
+	SandboxRuntime string
+}
+
+// SandboxNetwork is what the runtime says of the network of the sandbox a
+// container runs in.
+type SandboxNetwork struct {
+	// IPs are the sandbox's IPs, the primary one first.
+	IPs []string
+	// NetNS is the path of its network namespace; Runtime the runtime it
+	// runs under (RuntimeOwner.SandboxNetNS and SandboxRuntime).
+	NetNS, Runtime string
 }
 
 // OwnerLookup is a Runtime that can say whose a container is. Every

@@ -27,11 +27,16 @@ type RefusedError struct {
 	Addr string
 	// Reason says what the address is, e.g. "loopback" or "link-local/metadata".
 	Reason string
-	// Policy is the policy that refused it.
+	// Policy is the policy that refused it; empty for a probe sent from
+	// inside the pod, which reaches only the pod's own addresses.
 	Policy Policy
 }
 
 func (e *RefusedError) Error() string {
+	if e.Policy == "" {
+		// Not the host policy's: a probe sent from inside the pod.
+		return fmt.Sprintf("%s is %s, refused: a probe sent from inside the pod (probed.io/from Pod) reaches only the pod's loopback and its own IPs", e.Addr, e.Reason)
+	}
 	if e.Addr == "" {
 		return fmt.Sprintf("%s, refused by --probe-host-policy=%s", e.Reason, e.Policy)
 	}

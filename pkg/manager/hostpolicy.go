@@ -31,6 +31,12 @@ func hostPolicyProblems(guard *hostpolicy.Guard, pod *v1.Pod, exempt []string, d
 	parsed := hostpolicy.ParsePodIPs(exempt...)
 	kept := declared[:0:0]
 	for _, d := range declared {
+		if d.FromPod {
+			// Sent from inside the pod, to its loopback: not the node's
+			// (probespec and the prober judge where it may go).
+			kept = append(kept, d)
+			continue
+		}
 		fieldPath, host := probeHost(d.Probe)
 		if host != "" {
 			if err := guard.CheckHost(host, parsed); err != nil {
@@ -61,4 +67,29 @@ func probeHost(p *v1.Probe) (string, string) {
 		return "tcpSocket.host", p.TCPSocket.Host
 	}
 	return "", ""
+}
+
+// podNetworkProblems refuses the probes sent from inside the pod
+// ("probed.io/from": "Pod") when the node does not allow them
+// (--pod-network-probes off: enabled false), with InvalidProbe.
+func podNetworkProblems(enabled bool, declared []probespec.DeclaredProbe, problems []probespec.ProbeProblem) ([]probespec.DeclaredProbe, []probespec.ProbeProblem) {
+	if enabled {
+		return declared, problems
+	}
+	kept := declared[:0:0]
+	for _, d := range declared {
+		if !d.FromPod {
+			kept = append(kept, d)
+			continue
+		}
+		t := d.Type
+		problems = append(problems, probespec.ProbeProblem{
+			Container:      d.Container.Name,
+			Type:           &t,
+			Field:          probespec.FromField,
+			Detail:         field.Forbidden(nil, "probes from inside the pod are not enabled on this node (probed's --pod-network-probes)").ErrorBody(),
+			FromAnnotation: d.FromAnnotation,
+		})
+	}
+	return kept, problems
 }

@@ -49,6 +49,10 @@ type Options struct {
 	// takes as the pod's own. Nil where no runtime can say
 	// (--runtime-type=none): then none are, unless TrustPodStatusIPs.
 	SandboxIPs worker.SandboxIPSource
+	// PodNetworks opens pods' network namespaces for probes sent from
+	// inside the pod (--pod-network-probes); nil: such probes are refused
+	// with InvalidProbe.
+	PodNetworks *worker.PodNetworks
 	// TrustPodStatusIPs takes status.podIPs as the pod's own IPs without
 	// asking the runtime (--trust-pod-status-ips): for test setups whose
 	// pods have no sandbox. Whoever may write pods/status then chooses

@@ -52,6 +52,7 @@ func (m *Manager) sync(ctx context.Context, key string) error {
 	declared, problems, unapproved := m.checkReach(pod, all, problems)
 	declared, problems, held := m.holdReach(key, pod, all, declared, problems)
 	unapproved += held
+	declared, problems = podNetworkProblems(m.opts.PodNetworks != nil, declared, problems)
 	declared, problems = hostPolicyProblems(m.opts.HostGuard, pod, m.ownIPs.SyncIPs(pod), declared, problems)
 	m.mu.Lock()
 	e := m.pods[pod.UID]
@@ -280,6 +281,8 @@ func (m *Manager) addWorkerLocked(ctx context.Context, pod *v1.Pod, e *podEntry,
 		TLS:           d.TLS,
 		Period:        d.Period,
 		Timeout:       d.Timeout,
+		FromPod:       d.FromPod,
+		PodNetworks:   m.opts.PodNetworks,
 
 		ResultChangeEvents: m.opts.ResultChangeEvents,
 	})

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/netns"
 )
 
 // Every connection a network probe opens is dialed by a net.Dialer made
@@ -27,11 +28,23 @@ import (
 type scope struct {
 	guard  *hostpolicy.Guard
 	podIPs []netip.Addr
+	// ns is the pod's network namespace for a probe sent from inside the
+	// pod (dialer_pod.go); nil for probes from the node.
+	ns *netns.NS
 }
 
 // scopeOf returns the scope of probes of target's pod: its IPs, and the
 // pod IP unless the IPs were verified without it.
 func scopeOf(g *hostpolicy.Guard, target Target) scope {
+	if target.ns != nil {
+		// From inside the pod: its loopback and the IPs its runtime
+		// gave it, whatever the host policy.
+		var ips []netip.Addr
+		if target.PodIPsVerified {
+			ips = hostpolicy.ParsePodIPs(target.PodIPs...)
+		}
+		return scope{ns: target.ns, podIPs: ips}
+	}
 	if !g.Active() {
 		return scope{}
 	}
@@ -42,13 +55,17 @@ func scopeOf(g *hostpolicy.Guard, target Target) scope {
 	return scope{guard: g, podIPs: ips}
 }
 
-func (s scope) active() bool { return s.guard.Active() }
+func (s scope) active() bool { return s.ns != nil || s.guard.Active() }
 
 // checkHost judges a host as written (httpGet.host, tcpSocket.host, a
 // redirect's host or the pod IP) before anything is dialed: an IP literal,
 // or no host at all, is refused at once; a name is judged when it is
 // dialed, by the addresses it resolves to.
 func (s scope) checkHost(host string) error {
+	if s.ns != nil {
+		_, err := s.podAddr(host)
+		return err
+	}
 	if !s.active() {
 		return nil
 	}
@@ -64,7 +81,22 @@ func (s scope) checkAddr(address string) error {
 	if err != nil {
 		return fmt.Errorf("probe connection to %q refused: %w", address, err)
 	}
+	if s.ns != nil {
+		return s.checkPodAddr(ap.Addr().Unmap())
+	}
 	return s.guard.CheckAddr(ap.Addr(), s.podIPs)
+}
+
+// dial returns the function the scope's connections are dialed with: a
+// dialer's (see dialer) for probes from the node, dialPod for probes from
+// inside the pod.
+func (s scope) dial(linger bool) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if s.ns != nil {
+		return func(ctx context.Context, network, address string) (net.Conn, error) {
+			return s.dialPod(ctx, network, address, linger)
+		}
+	}
+	return s.dialer(linger).DialContext
 }
 
 // dialer returns the dialer for the scope's connections.

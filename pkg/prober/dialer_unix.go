@@ -12,3 +12,9 @@ func lingerControl(_, _ string, c syscall.RawConn) error {
 			&syscall.Linger{Onoff: 1, Linger: 1})
 	})
 }
+
+// setLinger is lingerControl on a bare socket.
+func setLinger(fd uintptr) {
+	_ = syscall.SetsockoptLinger(int(fd), syscall.SOL_SOCKET, syscall.SO_LINGER,
+		&syscall.Linger{Onoff: 1, Linger: 1})
+}

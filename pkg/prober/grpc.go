@@ -105,7 +105,13 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS dia
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	req := &healthpb.HealthCheckRequest{Service: service}
 
-	conn, creds := s.takeGRPC(addr, useTLS)
+	// A kept connection is kept for one address in one namespace: a
+	// replaced sandbox has a new one behind the same loopback address.
+	key := addr
+	if sc.ns != nil {
+		key += " in " + sc.ns.ID().String()
+	}
+	conn, creds := s.takeGRPC(key, useTLS)
 	kept := conn != nil
 	if !kept {
 		var err error
@@ -127,7 +133,7 @@ func (p *grpcProber) check(ctx context.Context, s *Session, sc scope, useTLS dia
 		return p.check(ctx, s, sc, useTLS, host, service, port, timeout)
 	}
 	if s != nil {
-		s.keepGRPC(addr, useTLS, conn, creds)
+		s.keepGRPC(key, useTLS, conn, creds)
 	} else {
 		_ = conn.Close()
 	}
@@ -145,9 +151,9 @@ func (p *grpcProber) dial(sc scope, useTLS dialTLS, addr string) (_ *grpc.Client
 	case useTLS.on:
 		opts = p.tls
 	}
-	dialer := sc.dialer(true)
+	dial := sc.dial(true)
 	opts = append(slices.Clip(opts), grpc.WithUserAgent(p.userAgent.Probe()), grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-		return dialer.DialContext(ctx, "tcp", addr)
+		return dial(ctx, "tcp", addr)
 	}))
 	conn, err := grpc.NewClient("passthrough:///"+addr, opts...)
 	return conn, creds, err

@@ -66,7 +66,7 @@ func newHTTPProber(userAgent *UserAgent, guard *hostpolicy.Guard, tlsSrc *tlsSou
 // the connection between probes ("probed.io/keepAlive"). A non-nil
 // tlsCfg replaces the kubelet's unverified TLS ("probed.io/tls").
 func newTransport(s scope, h2c, keepAlive bool, tlsCfg *tls.Config) *http.Transport {
-	dial := s.dialer(true).DialContext
+	dial := s.dial(true)
 	if h2c {
 		t := &http.Transport{
 			DisableKeepAlives:      !keepAlive,
@@ -367,7 +367,7 @@ func (s *Session) httpTransport(sc scope, h2c, keepAlive bool, tlsCfg *tls.Confi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st := s.http; st != nil && st.h2c == h2c && st.keepAlive == keepAlive && st.tls == tlsCfg &&
-		st.sc.guard == sc.guard && slices.Equal(st.sc.podIPs, sc.podIPs) {
+		st.sc.guard == sc.guard && st.sc.ns == sc.ns && slices.Equal(st.sc.podIPs, sc.podIPs) {
 		return st.t
 	}
 	if s.http != nil {

@@ -22,6 +22,10 @@ const maxProbeRetries = 3
 // defaultTimeout applies when a spec reaches us without API defaulting.
 const defaultTimeout = time.Second
 
+// errNoPodNetns: a probe from inside the pod where probed cannot enter
+// pods' network namespaces.
+var errNoPodNetns = errors.New("probed.io/from Pod: probes from inside the pod are not enabled on this node (--pod-network-probes)")
+
 // errNoHandler is returned for a probe with none of exec, httpGet, tcpSocket or grpc.
 var errNoHandler = errors.New("missing probe handler")
 
@@ -141,6 +145,17 @@ func (p *Prober) runOnce(ctx context.Context, spec *v1.Probe, target Target) (Re
 	}
 	if timeout <= 0 {
 		timeout = defaultTimeout
+	}
+	if h := spec.ProbeHandler; target.FromPod && h.Exec == nil {
+		if target.PodNetns == nil {
+			return Unknown, "", errNoPodNetns
+		}
+		ns, err := target.PodNetns(ctx)
+		if err != nil {
+			return Unknown, "", err
+		}
+		target.ns = ns
+		target.PodIP = podLoopback(target)
 	}
 	switch h := spec.ProbeHandler; {
 	case h.Exec != nil:

@@ -44,7 +44,7 @@ func (p *tcpProber) run(ctx context.Context, action *v1.TCPSocketAction, target 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	conn, err := sc.dialer(false).DialContext(ctx, "tcp", addr)
+	conn, err := sc.dial(false)(ctx, "tcp", addr)
 	if err != nil {
 		if hostpolicy.IsRefused(err) {
 			return Unknown, "", err

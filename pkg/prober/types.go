@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/probed-dev/probed/pkg/netns"
 	"github.com/probed-dev/probed/pkg/probespec"
 )
 
@@ -78,6 +79,18 @@ type Target struct {
 	Timeout time.Duration
 	// Session is the worker's reusable state; nil keeps nothing.
 	Session *Session
+	// FromPod sends a network probe from inside the pod's own network
+	// namespace (the annotation's "probed.io/from": "Pod"), to the pod's
+	// loopback unless its host names another loopback address. It needs
+	// PodNetns.
+	FromPod bool
+	// PodNetns returns the network namespace of the pod's current sandbox,
+	// checked to be the pod's; nil: none can be found, and a FromPod
+	// probe errors.
+	PodNetns func(ctx context.Context) (*netns.NS, error)
+
+	// ns is PodNetns's answer for one FromPod probe.
+	ns *netns.NS
 }
 
 // EventSink receives user-facing events already addressed to the probed container.

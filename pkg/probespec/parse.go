@@ -37,6 +37,8 @@ type annotatedProbe struct {
 	PeriodMs, TimeoutMs *int32
 	// TLS is TLSField (tls.go); nil when absent.
 	TLS *tlsField
+	// From is FromField (from.go); nil when absent.
+	From *string
 }
 
 // maxDecodeErrors caps how many decode errors one whole-annotation
@@ -272,13 +274,14 @@ func (d *decoder) decodeProbe(path *field.Path, data []byte) *annotatedProbe {
 		PeriodMs     *int32    `json:"probed.io/periodMilliseconds,omitempty"`
 		TimeoutMs    *int32    `json:"probed.io/timeoutMilliseconds,omitempty"`
 		TLS          *tlsField `json:"probed.io/tls,omitempty"`
+		From         *string   `json:"probed.io/from,omitempty"`
 	}
 	p := &Probe{}
 	if !d.unmarshal(path, data, p) {
 		return nil
 	}
 	return &annotatedProbe{Probe: p.Probe, KeepAlive: p.KeepAlive, ExpectStatus: p.ExpectStatus, ExpectBody: p.ExpectBody,
-		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs, TLS: p.TLS}
+		PeriodMs: p.PeriodMs, TimeoutMs: p.TimeoutMs, TLS: p.TLS, From: p.From}
 }
 
 // unmarshal decodes data strictly into v, recording every error; it

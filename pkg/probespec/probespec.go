@@ -15,6 +15,7 @@
 //   - grpcmode.go:  upstream's grpc.mode (TLS), newer than k8s.io/api here;
 //   - subsecond.go: the probed.io/periodMilliseconds and timeoutMilliseconds extensions;
 //   - tls.go: the probed.io/tls extension;
+//   - from.go: the probed.io/from extension (probes from inside the pod);
 //   - reach.go:     what a probe runs or where it connects (its reach), and
 //     probed.io/approved-reach, which approves it.
 package probespec
@@ -121,6 +122,10 @@ type DeclaredProbe struct {
 	// verify the server, present a client certificate; nil: the kubelet's
 	// unverified TLS.
 	TLS *TLS
+	// FromPod is the annotation's "probed.io/from": "Pod" (httpGet,
+	// tcpSocket and grpc only): the probe's socket is opened inside the
+	// pod's network namespace and connects to the pod's loopback.
+	FromPod bool
 }
 
 // SameExtensions reports whether a and b ask for the same probed
@@ -128,7 +133,7 @@ type DeclaredProbe struct {
 // keeps its worker.
 func SameExtensions(a, b DeclaredProbe) bool {
 	return a.KeepAlive == b.KeepAlive && a.HTTPCheck.Equal(b.HTTPCheck) &&
-		a.Period == b.Period && a.Timeout == b.Timeout && a.TLS.Equal(b.TLS)
+		a.Period == b.Period && a.Timeout == b.Timeout && a.TLS.Equal(b.TLS) && a.FromPod == b.FromPod
 }
 
 // ProbeProblem is one reason a declared probe, or the whole annotation, is not run.
@@ -266,6 +271,8 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 			errs = append(errs, timingErrs...)
 			tlsSpec, tlsErrs := checkTLS(probe, ext.TLS, pod.Spec.Volumes, path)
 			errs = append(errs, tlsErrs...)
+			fromPod, fromErrs := checkFrom(probe, ext.From, pod.Spec.HostNetwork, path)
+			errs = append(errs, fromErrs...)
 			if fromAnnotation {
 				errs = append(errs, checkKillParity(&pod.Spec, tg.container, pt.typ, path)...)
 			}
@@ -284,6 +291,7 @@ func DeclaredProbes(pod *v1.Pod, src ProbeSource) ([]DeclaredProbe, []ProbeProbl
 				Period:         period,
 				Timeout:        timeout,
 				TLS:            tlsSpec,
+				FromPod:        fromPod,
 			})
 		}
 	}

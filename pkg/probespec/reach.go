@@ -107,9 +107,10 @@ func hasHostHeader(headers []v1.HTTPHeader) bool {
 // ("<container>/<probe field>"); ok is false when it has none. The
 // extensions keepAlive, expectStatus, grpc.mode and the millisecond
 // timings are free; expectBody is reach (what the pod answers on any path,
-// read back through the condition), and so is probed.io/tls's
-// clientCertificate (a request made with the pod's credential); the rest
-// of probed.io/tls only narrows what passes.
+// read back through the condition), and so are probed.io/tls's
+// clientCertificate (a request made with the pod's credential) and
+// probed.io/from Pod (a probe sent as the pod, to what listens only on its
+// loopback); the rest of probed.io/tls only narrows what passes.
 func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok bool) {
 	p := ap.Probe.DeepCopy()
 	clearFree(p, hostNetwork, ap.ExpectBody != nil)
@@ -127,7 +128,14 @@ func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok
 	if ap.TLS != nil {
 		client = ap.TLS.ClientCertificate
 	}
-	if ap.ExpectBody == nil && client == nil && equality.Semantic.DeepEqual(p, bare) {
+	// Sent from inside the pod, a probe acts as the pod: it reaches what
+	// listens only on the pod's loopback, which nothing outside the pod
+	// could reach before.
+	var from string
+	if ap.From != nil && *ap.From != FromNode {
+		from = *ap.From
+	}
+	if ap.ExpectBody == nil && client == nil && from == "" && equality.Semantic.DeepEqual(p, bare) {
 		return probeReach{}, false
 	}
 	// json.Marshal is deterministic for these types (no maps), and leaves
@@ -137,18 +145,19 @@ func reachOf(key string, ap *annotatedProbe, hostNetwork bool) (r probeReach, ok
 		Probe      *v1.Probe        `json:"probe"`
 		ExpectBody *string          `json:"expectBody,omitempty"`
 		ClientCert *clientCertField `json:"clientCertificate,omitempty"`
-	}{p, ap.ExpectBody, client})
+		From       string           `json:"from,omitempty"`
+	}{p, ap.ExpectBody, client, from})
 	if err != nil { // cannot happen for these types; refuse rather than approve
 		b = []byte(err.Error())
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s\n%s\n", ApprovedReachAnnotation, reachVersion, key)
 	h.Write(b)
-	return probeReach{digest: hex.EncodeToString(h.Sum(nil)), fields: reachFields(p, ap.ExpectBody != nil, client != nil, hostNetwork)}, true
+	return probeReach{digest: hex.EncodeToString(h.Sum(nil)), fields: reachFields(p, ap.ExpectBody != nil, client != nil, from != "", hostNetwork)}, true
 }
 
 // reachFields names the parts of a cleared probe that make up its reach.
-func reachFields(p *v1.Probe, body, clientCert, hostNetwork bool) []string {
+func reachFields(p *v1.Probe, body, clientCert, from, hostNetwork bool) []string {
 	var out []string
 	add := func(cond bool, name string) {
 		if cond {
@@ -171,6 +180,7 @@ func reachFields(p *v1.Probe, body, clientCert, hostNetwork bool) []string {
 	add(p.GRPC != nil && hostNetwork, "grpc.port")
 	add(body, ExpectBodyField)
 	add(clientCert, TLSField+".clientCertificate")
+	add(from, FromField)
 	if len(out) == 0 { // a field newer than this list
 		for _, h := range probeHandlers {
 			add(h.set(&p.ProbeHandler), h.name)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/probed-dev/probed/pkg/containerstatus"
+	"github.com/probed-dev/probed/pkg/netns"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/restartpolicy"
@@ -291,6 +292,12 @@ func (w *Worker) probe(ctx context.Context, pod *v1.Pod, cs *v1.ContainerStatus)
 		TLS:         w.cfg.TLS,
 		Timeout:     w.cfg.Timeout,
 		Session:     w.session,
+		FromPod:     w.cfg.FromPod,
+	}
+	if w.cfg.FromPod && w.cfg.PodNetworks != nil {
+		target.PodNetns = func(ctx context.Context) (*netns.NS, error) {
+			return w.netns.Get(ctx, w.cfg.PodNetworks, cs.ContainerID)
+		}
 	}
 	if o := w.cfg.OwnIPs; o != nil {
 		// Only the IPs the node vouches for are exempt from the host policy.

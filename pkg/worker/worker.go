@@ -90,6 +90,11 @@ type Config struct {
 	// timeoutSeconds when positive ("probed.io/periodMilliseconds" and
 	// "probed.io/timeoutMilliseconds").
 	Period, Timeout time.Duration
+	// FromPod is the probe's "probed.io/from": "Pod": it is sent from
+	// inside the pod's network namespace, which PodNetworks opens; with
+	// PodNetworks nil (--pod-network-probes off) such a probe errors.
+	FromPod     bool
+	PodNetworks *PodNetworks
 
 	// ResultChangeEvents emits a Normal ProbeResultChanged event through
 	// Recorder each time the decided result of a container instance flips
@@ -139,6 +144,8 @@ type Worker struct {
 	// session is the prober's per-worker state (request templates, kept
 	// connections) for network probes; nil otherwise. Closed in exit.
 	session *prober.Session
+	// netns is the pod's network namespace, for a FromPod probe.
+	netns PodNetns
 }
 
 // New returns a worker that has not started. It panics if a required field
@@ -344,6 +351,7 @@ func (w *Worker) Done() <-chan struct{} {
 // its way out, then tells the owner.
 func (w *Worker) exit() {
 	w.session.Close()
+	w.netns.Close()
 	if w.containerID != "" {
 		w.cfg.Results.Remove(w.containerID)
 	}

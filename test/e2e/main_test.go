@@ -152,7 +152,9 @@ func run(m *testing.M) (code int) {
 	// pods directory mounted), for TestVerifiedTLS; the harness points both
 	// at this node's kubelet. Probes without probed.io/tls, all the others,
 	// must behave exactly as without it.
-	nd, err = node.Start(ctx, node.Options{RunDir: os.Getenv("E2E_RUN_DIR"), DeployComponents: []string{"probe-tls"}})
+	// And with deploy/pod-netns (--pod-network-probes, CAP_SYS_ADMIN, the
+	// runtime's namespaces mounted), for TestProbeFromInsidePod.
+	nd, err = node.Start(ctx, node.Options{RunDir: os.Getenv("E2E_RUN_DIR"), DeployComponents: []string{"probe-tls", "pod-netns"}})
 	if err != nil {
 		logf("starting the node: %v", err)
 		return 1

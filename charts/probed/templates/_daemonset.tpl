@@ -14,6 +14,17 @@ choice here; keep the two the same.
 {{- if $podVolumes -}}
 {{- $overrides = merge (dict "pod-volumes-dir" $v.probeTLS.kubeletPodsDir) $overrides -}}
 {{- end -}}
+{{- /* podNetwork.probes: probed's own DaemonSet only (the shadow runs spec probes, which have no probed.io/from). */ -}}
+{{- $podNetns := and $v.podNetwork.probes (eq .component "daemon") -}}
+{{- if $podNetns -}}
+{{- $overrides = merge (dict "pod-network-probes" true) $overrides -}}
+{{- end -}}
+{{- $securityContext := deepCopy ($v.securityContext | default dict) -}}
+{{- if $podNetns -}}
+{{- $caps := $securityContext.capabilities | default dict -}}
+{{- $_ := set $caps "add" (append ($caps.add | default list) "SYS_ADMIN") -}}
+{{- $_ = set $securityContext "capabilities" $caps -}}
+{{- end -}}
 {{- $podsAPI := has $v.podSource.mode (list "auto" "kubelet") -}}
 {{- /* podSource.mode apiserver passes nothing: --pod-source=auto finds no socket mounted, as deploy/'s DaemonSet. */ -}}
 {{- if $podsAPI -}}
@@ -133,7 +144,7 @@ spec:
         resources:
           {{- toYaml . | nindent 10 }}
         {{- end }}
-        {{- with $v.securityContext }}
+        {{- with $securityContext }}
         securityContext:
           {{- toYaml . | nindent 10 }}
         {{- end }}
@@ -147,6 +158,12 @@ spec:
         {{- if $podVolumes }}
         - name: kubelet-pods
           mountPath: {{ $v.probeTLS.kubeletPodsDir }}
+          readOnly: true
+          mountPropagation: HostToContainer
+        {{- end }}
+        {{- if $podNetns }}
+        - name: pod-netns
+          mountPath: /var/run/netns
           readOnly: true
           mountPropagation: HostToContainer
         {{- end }}
@@ -179,6 +196,15 @@ spec:
         hostPath:
           path: {{ $v.probeTLS.kubeletPodsDir }}
           type: Directory
+      {{- end }}
+      {{- if $podNetns }}
+      # The runtime's network namespaces of pods, for probes sent from
+      # inside the pod (values.yaml's podNetwork). Each is a bind mount made
+      # after probed starts: HostToContainer lets them in.
+      - name: pod-netns
+        hostPath:
+          path: /var/run/netns
+          type: DirectoryOrCreate
       {{- end }}
       {{- if $podsAPI }}
       # The kubelet's Pods API socket (values.yaml's podSource): the

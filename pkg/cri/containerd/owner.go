@@ -48,6 +48,8 @@ func (r *Containerd) ContainerOwner(ctx context.Context, containerID string) (cr
 	o.SandboxLabels = sb.Labels
 	o.KindOK = sb.Labels[criKindLabel] == criKindSandbox
 	o.SandboxIPs = sandboxIPsOf(sb)
+	o.SandboxNetNS = sandboxNetNSOf(sb)
+	o.SandboxRuntime = sb.Runtime.Name
 	return o, nil
 }
 
@@ -114,4 +116,19 @@ func sandboxIPsOf(info containers.Container) []string {
 		}
 	}
 	return out
+}
+
+// sandboxNetNSOf reads the path of the network namespace the CRI plugin
+// made for a sandbox from its record; empty on the host network or when
+// the record cannot be read.
+func sandboxNetNSOf(info containers.Container) string {
+	ext, ok := info.Extensions[criSandboxMetadataExtension]
+	if !ok || ext == nil {
+		return ""
+	}
+	var meta struct{ Metadata struct{ NetNSPath string } }
+	if err := json.Unmarshal(ext.GetValue(), &meta); err != nil {
+		return ""
+	}
+	return meta.Metadata.NetNSPath
 }

@@ -30,3 +30,24 @@ func TestSandboxIPsOfCRIPluginRecord(t *testing.T) {
 		}
 	}
 }
+
+// Issue 36: the CRI plugin's record names the sandbox's network namespace.
+func TestSandboxNetNSOfCRIPluginRecord(t *testing.T) {
+	record := func(v string) map[string]typeurl.Any {
+		return map[string]typeurl.Any{criSandboxMetadataExtension: &anypb.Any{TypeUrl: "github.com/containerd/cri/pkg/store/sandbox/Metadata", Value: []byte(v)}}
+	}
+	for _, tc := range []struct {
+		name string
+		ext  map[string]typeurl.Any
+		want string
+	}{
+		{"pod network", record(`{"Version":"v1","Metadata":{"ID":"sb","NetNSPath":"/var/run/netns/cni-1","IP":"10.1.0.5"}}`), "/var/run/netns/cni-1"},
+		{"host network", record(`{"Version":"v1","Metadata":{"ID":"sb","NetNSPath":""}}`), ""},
+		{"garbled", record(`{"Version":`), ""},
+		{"no record", nil, ""},
+	} {
+		if got := sandboxNetNSOf(containers.Container{Extensions: tc.ext}); got != tc.want {
+			t.Errorf("%s: %q; want %q", tc.name, got, tc.want)
+		}
+	}
+}

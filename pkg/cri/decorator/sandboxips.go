@@ -41,3 +41,35 @@ func (l *Limited) SandboxIPs(ctx context.Context, containerID string) ([]string,
 	}
 	return nil, cri.ErrNoSandboxIPs
 }
+
+// SandboxNetwork returns what the runtime says of the network of the pod
+// sandbox containerID runs in: its IPs, the path of its network namespace
+// and the runtime it runs under, for probes sent from inside the pod. As
+// SandboxIPs, it answers only for the caller's own container (the Owner
+// in ctx), read once per container ID: a replaced sandbox brings new
+// container IDs.
+func (v *Verified) SandboxNetwork(ctx context.Context, containerID string) (cri.SandboxNetwork, error) {
+	want, ok := cri.OwnerFrom(ctx)
+	if !ok {
+		return cri.SandboxNetwork{}, fmt.Errorf("network of container %s: %w", containerID, cri.ErrNoOwner)
+	}
+	got, err := v.owner(ctx, containerID)
+	if err != nil {
+		return cri.SandboxNetwork{}, err
+	}
+	if !got.Matches(want) {
+		return cri.SandboxNetwork{}, &cri.OwnerMismatchError{ContainerID: containerID, Want: want, Op: "enter the network of"}
+	}
+	return cri.SandboxNetwork{IPs: got.SandboxIPs, NetNS: got.SandboxNetNS, Runtime: got.SandboxRuntime}, nil
+}
+
+// SandboxNetwork asks the wrapped runtime (Verified); ErrNoSandboxIPs when
+// it cannot tell.
+func (l *Limited) SandboxNetwork(ctx context.Context, containerID string) (cri.SandboxNetwork, error) {
+	if s, ok := l.rt.(interface {
+		SandboxNetwork(context.Context, string) (cri.SandboxNetwork, error)
+	}); ok {
+		return s.SandboxNetwork(ctx, containerID)
+	}
+	return cri.SandboxNetwork{}, cri.ErrNoSandboxIPs
+}

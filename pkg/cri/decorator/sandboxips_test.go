@@ -60,6 +60,8 @@ func TestVerifiedSandboxIPs(t *testing.T) {
 type sandboxCRI struct {
 	critest.FakeCRI
 	network *runtimeapi.PodSandboxNetworkStatus
+	// info is the verbose answer's info, as containerd writes it.
+	info map[string]string
 }
 
 func (s sandboxCRI) ListContainers(_ context.Context, r *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
@@ -71,7 +73,7 @@ func (s sandboxCRI) ListContainers(_ context.Context, r *runtimeapi.ListContaine
 
 func (s sandboxCRI) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	l := kubeletLabels("tenant", "web", "uid-web", "app")
-	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{Id: "sb", Labels: l.SandboxLabels, Network: s.network}}, nil
+	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{Id: "sb", Labels: l.SandboxLabels, Network: s.network}, Info: s.info}, nil
 }
 
 // Over CRI the IPs are PodSandboxStatus's network.ip and additional_ips.
@@ -102,5 +104,61 @@ func TestCRISandboxIPs(t *testing.T) {
 				t.Errorf("SandboxIPs = %v, %v; want %v", ips, err, tc.want)
 			}
 		})
+	}
+}
+
+// Issue 36: the runtime says where the pod's network namespace is and
+// which runtime runs the sandbox, for the pod's own container only.
+func TestVerifiedSandboxNetwork(t *testing.T) {
+	rt := newLabeledNode()
+	own := rt.containers[attackerID]
+	own.SandboxIPs = []string{"10.1.0.5"}
+	own.SandboxNetNS, own.SandboxRuntime = "/var/run/netns/cni-own", "io.containerd.runc.v2"
+	rt.containers[attackerID] = own
+	victim := rt.containers[victimID]
+	victim.SandboxNetNS = "/var/run/netns/cni-victim"
+	rt.containers[victimID] = victim
+	v, err := NewVerified(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLimited(v, 1, nil)
+	ctx := cri.WithOwner(context.Background(), attacker)
+	got, err := l.SandboxNetwork(ctx, attackerID)
+	if err != nil || got.NetNS != "/var/run/netns/cni-own" || got.Runtime != "io.containerd.runc.v2" || !slices.Equal(got.IPs, []string{"10.1.0.5"}) {
+		t.Fatalf("own container: %+v %v", got, err)
+	}
+	var mismatch *cri.OwnerMismatchError
+	if got, err := l.SandboxNetwork(ctx, victimID); !errors.As(err, &mismatch) || got.NetNS != "" {
+		t.Errorf("another pod's container: %+v %v; want an *cri.OwnerMismatchError and nothing", got, err)
+	}
+	if _, err := l.SandboxNetwork(context.Background(), attackerID); !errors.Is(err, cri.ErrNoOwner) {
+		t.Errorf("no owner: %v", err)
+	}
+	if _, err := NewLimited(none.None(), 1, nil).SandboxNetwork(ctx, attackerID); !errors.Is(err, cri.ErrNoSandboxIPs) {
+		t.Errorf("no runtime: %v; want cri.ErrNoSandboxIPs", err)
+	}
+}
+
+// Over CRI the namespace and the runtime come from the verbose info.
+func TestCRISandboxNetwork(t *testing.T) {
+	info := map[string]string{"info": `{"pid": 42, "runtimeType": "io.containerd.kata.v2", "runtimeSpec": {"linux": {"namespaces": [
+		{"type": "pid"}, {"type": "network", "path": "/var/run/netns/cni-1234"}, {"type": "ipc"}]}}}`}
+	sock := critest.Serve(t, func(s *grpc.Server) {
+		runtimeapi.RegisterRuntimeServiceServer(s, sandboxCRI{network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.1.0.5"}, info: info})
+	})
+	conn, err := dial.Dial("unix://" + sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := runtimeservice.New(conn, execout.NewBudget(0))
+	defer rt.Close()
+	v, err := NewVerified(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.SandboxNetwork(cri.WithOwner(context.Background(), attacker), "containerd://abc")
+	if err != nil || got.NetNS != "/var/run/netns/cni-1234" || got.Runtime != "io.containerd.kata.v2" {
+		t.Errorf("SandboxNetwork = %+v, %v", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package runtimeservice
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/probed-dev/probed/pkg/cri"
@@ -31,14 +32,45 @@ func (r *CRI) ContainerOwner(ctx context.Context, containerID string) (cri.Runti
 	if c == nil {
 		return cri.RuntimeOwner{}, fmt.Errorf("container %s: %w", containerID, cri.ErrContainerNotFound)
 	}
-	sb, err := r.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: c.GetPodSandboxId()})
+	// Verbose: the runtime's info names the sandbox's network namespace
+	// and runtime (read once per container ID).
+	sb, err := r.rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: c.GetPodSandboxId(), Verbose: true})
 	if err != nil {
 		if status.Code(err) == codes.NotFound {
 			return cri.RuntimeOwner{Labels: c.GetLabels()}, nil // no sandbox: not a pod's
 		}
 		return cri.RuntimeOwner{}, fmt.Errorf("container %s: its pod sandbox: %w", containerID, err)
 	}
-	return cri.RuntimeOwner{Labels: c.GetLabels(), SandboxLabels: sb.GetStatus().GetLabels(), KindOK: true, SandboxIPs: criSandboxIPs(sb.GetStatus())}, nil
+	netNS, rt := criSandboxInfo(sb.GetInfo())
+	return cri.RuntimeOwner{Labels: c.GetLabels(), SandboxLabels: sb.GetStatus().GetLabels(), KindOK: true, SandboxIPs: criSandboxIPs(sb.GetStatus()),
+		SandboxNetNS: netNS, SandboxRuntime: rt}, nil
+}
+
+// criSandboxInfo reads a sandbox's network namespace path and runtime
+// from a verbose PodSandboxStatus's info, as containerd's CRI plugin
+// writes it ("info": {"runtimeType", "runtimeSpec": {"linux":
+// {"namespaces"}}}); empty what it does not say.
+func criSandboxInfo(info map[string]string) (netNS, runtime string) {
+	var v struct {
+		RuntimeType string `json:"runtimeType"`
+		RuntimeSpec struct {
+			Linux struct {
+				Namespaces []struct {
+					Type string `json:"type"`
+					Path string `json:"path"`
+				} `json:"namespaces"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(info["info"]), &v); err != nil {
+		return "", ""
+	}
+	for _, ns := range v.RuntimeSpec.Linux.Namespaces {
+		if ns.Type == "network" {
+			netNS = ns.Path
+		}
+	}
+	return netNS, v.RuntimeType
 }
 
 // criSandboxIPs reads a CRI sandbox status's IPs, the primary one first.

@@ -178,6 +178,9 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 
 	movePodsDir(spec, c, n.KubeletPodsDir())
+	if err := movePodNetnsDir(spec, c, n.PodNetnsDir()); err != nil {
+		return 0, err
+	}
 
 	// The socket: the manifest's path becomes this node's, inside and out.
 	oldSocket := strings.TrimPrefix(argValue(c.Args, "--runtime-endpoint"), "unix://")

@@ -3,6 +3,9 @@ package prober
 // Event reasons the prober emits. They are the kubelet's, so that existing
 // alerts and `kubectl get events --field-selector reason=...` keep working.
 const (
+	// ReasonInvalidProbe marks a probe this pod can never have run as
+	// declared (ErrPodNetworkUnsupported), as the manager's InvalidProbe.
+	ReasonInvalidProbe = "InvalidProbe"
 	// ReasonUnhealthy marks a probe that failed or errored.
 	ReasonUnhealthy = "Unhealthy"
 	// ReasonProbeWarning marks a probe that passed with a warning, such as an

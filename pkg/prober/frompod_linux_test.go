@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/probed-dev/probed/pkg/hostpolicy"
 	"github.com/probed-dev/probed/pkg/netns"
 	"github.com/probed-dev/probed/pkg/netns/netnstest"
+	"github.com/probed-dev/probed/pkg/probespec"
 )
 
 // podServers is a pod as a probe from inside sees it: a network namespace
@@ -179,6 +181,27 @@ func TestFromPodWithoutNamespace(t *testing.T) {
 		PodNetns: func(context.Context) (*netns.NS, error) { return nil, lookupErr }})
 	if res != Unknown || err != lookupErr {
 		t.Errorf("%s %v; want the lookup's error", res, err)
+	}
+}
+
+// A pod whose runtime has no network namespace on the node (Kata, gVisor)
+// gets an InvalidProbe, tried once, and an errored result the worker
+// discards: never a probe from elsewhere, never an Unhealthy.
+func TestFromPodUnsupportedRuntimeIsInvalid(t *testing.T) {
+	spec := &v1.Probe{TimeoutSeconds: 1, ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(80)}}}
+	lookups := 0
+	unsupported := fmt.Errorf("probed.io/from Pod: the pod runs under runtime %q: %w", "io.containerd.kata.v2", ErrPodNetworkUnsupported)
+	ev := &recordingSink{}
+	_, _, err := New(nil, Options{}).Probe(context.Background(), probespec.Liveness, spec, Target{PodIP: "127.0.0.1", FromPod: true,
+		PodNetns: func(context.Context) (*netns.NS, error) { lookups++; return nil, unsupported }}, ev)
+	if !errors.Is(err, ErrPodNetworkUnsupported) {
+		t.Fatalf("err %v; want ErrPodNetworkUnsupported, so the worker discards the result", err)
+	}
+	if lookups != 1 {
+		t.Errorf("looked the namespace up %d times; an invalid probe is not retried", lookups)
+	}
+	if got := ev.all(); len(got) != 1 || got[0].Reason != ReasonInvalidProbe || !strings.Contains(got[0].Message, "io.containerd.kata.v2") {
+		t.Errorf("events %+v; want one InvalidProbe naming the runtime", got)
 	}
 }
 

@@ -91,6 +91,11 @@ func judge(probeType probespec.ProbeType, result Result, output string, err erro
 		// and discards it, and the runtime's metrics count it.
 		return results.Failure, output, err
 	}
+	if errors.Is(err, ErrPodNetworkUnsupported) {
+		klog.V(1).InfoS("Probe invalid for this pod", "probeType", probeType, "containerID", containerID, "err", err)
+		emit(events, v1.EventTypeWarning, ReasonInvalidProbe, fmt.Sprintf("%s probe: %s", probeType, err))
+		return results.Failure, output, err
+	}
 	if err != nil {
 		klog.V(1).InfoS("Probe errored", "probeType", probeType, "containerID", containerID, "result", result, "err", err)
 		emit(events, v1.EventTypeWarning, ReasonUnhealthy,
@@ -130,7 +135,7 @@ func (p *Prober) runWithRetries(ctx context.Context, spec *v1.Probe, target Targ
 		// A refusal by the host policy, or of another pod's container,
 		// would only be refused again; a throttled exec would only queue
 		// again.
-		if err == nil || ctx.Err() != nil || hostpolicy.IsRefused(err) || isOwnerMismatch(err) || isThrottled(err) {
+		if err == nil || ctx.Err() != nil || hostpolicy.IsRefused(err) || isOwnerMismatch(err) || isThrottled(err) || errors.Is(err, ErrPodNetworkUnsupported) {
 			break
 		}
 	}

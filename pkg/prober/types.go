@@ -5,6 +5,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -92,6 +93,15 @@ type Target struct {
 	// ns is PodNetns's answer for one FromPod probe.
 	ns *netns.NS
 }
+
+// ErrPodNetworkUnsupported marks a probe from inside the pod
+// ("probed.io/from": "Pod") that this pod can never have: its runtime runs
+// it in a VM or behind a user-space network stack (Kata, gVisor), with no
+// network namespace on the node that is the pod's. It raises an
+// InvalidProbe Warning, not an errored probe's Unhealthy, and its result
+// is discarded as any errored probe's: the container is neither made
+// ready nor killed, and no probe is ever sent from elsewhere.
+var ErrPodNetworkUnsupported = errors.New("the pod has no network namespace on the node")
 
 // EventSink receives user-facing events already addressed to the probed container.
 type EventSink interface {

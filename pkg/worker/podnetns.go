@@ -11,6 +11,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/netns"
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 // SandboxNetworkSource says where the network namespace of the sandbox a
@@ -56,7 +57,7 @@ func (p *PodNetworks) Open(ctx context.Context, containerID string) (*netns.NS, 
 		return nil, fmt.Errorf("%w: the runtime does not say where the pod's network is: %w", ErrNoPodNetwork, err)
 	}
 	if !slices.Contains(namespacedRuntimes, sn.Runtime) {
-		return nil, fmt.Errorf("%w: the pod runs under runtime %q, which has no network namespace on the node that is the pod's (a VM or a user-space network stack); use a probe from the node", ErrNoPodNetwork, sn.Runtime)
+		return nil, fmt.Errorf("%w: the pod runs under runtime %q, which has no network namespace on the node that is the pod's (a VM or a user-space network stack): %w; use a probe from the node", ErrNoPodNetwork, sn.Runtime, prober.ErrPodNetworkUnsupported)
 	}
 	if sn.NetNS == "" {
 		return nil, fmt.Errorf("%w: the runtime names no network namespace for the pod's sandbox", ErrNoPodNetwork)

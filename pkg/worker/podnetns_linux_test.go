@@ -8,6 +8,7 @@ import (
 
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/netns/netnstest"
+	"github.com/probed-dev/probed/pkg/prober"
 )
 
 type fakeSandboxNetworks map[string]cri.SandboxNetwork
@@ -66,6 +67,11 @@ func TestPodNetworksOpen(t *testing.T) {
 		}
 		if !errors.Is(err, ErrNoPodNetwork) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an ErrNoPodNetwork containing %q", id, err, want)
+		}
+		// Only a runtime without the pod's namespace makes the probe
+		// invalid; the rest may pass (a sandbox being replaced).
+		if unsupported := id == "kata" || id == "gvisor"; errors.Is(err, prober.ErrPodNetworkUnsupported) != unsupported {
+			t.Errorf("%s: %v: ErrPodNetworkUnsupported %v, want %v", id, err, !unsupported, unsupported)
 		}
 	}
 }

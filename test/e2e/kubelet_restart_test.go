@@ -112,6 +112,10 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		before[list.Items[i].Name] = marks(&list.Items[i])
 	}
 	writes := scrape(t, "probed_status_writes_total")
+	// With the kubelet as probed's pod source, its socket goes with the
+	// kubelet and comes back with it: probed opens a new watch.
+	watches := scrape(t, "probed_pod_source_watches_total")
+	sourceErrors := metricLines(t, "probed_pod_source_errors_total")
 
 	// Every state of both pods from here on, so a flip and its undoing are
 	// both seen, even within one second.
@@ -185,6 +189,18 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		}
 	}
 	s.note("both readiness probes ran 3 times after the kubelet's first node status (%v after the restart)", time.Since(restarted).Round(100*time.Millisecond))
+	if podSource == "kubelet" {
+		var now float64
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+			now = scrape(t, "probed_pod_source_watches_total")
+			return now > watches, nil
+		}); err != nil {
+			t.Errorf("probed_pod_source_watches_total stayed %g across the kubelet restart: probed did not watch the new kubelet's Pods API", now)
+		} else {
+			s.note("probed re-opened its watch of the kubelet's Pods API (%g watches, then %g; errors before %q, after %q)",
+				watches, now, sourceErrors, metricLines(t, "probed_pod_source_errors_total"))
+		}
+	}
 
 	after, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/probed-dev/probed/pkg/cri/decorator"
 	"github.com/probed-dev/probed/pkg/kill"
 	"github.com/probed-dev/probed/pkg/manager"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/shadow"
 	"github.com/probed-dev/probed/pkg/status"
 	"github.com/probed-dev/probed/pkg/version"
@@ -26,6 +27,8 @@ type daemonMetrics struct {
 	manager *manager.Metrics
 	// shadow stays at 0 outside shadow mode.
 	shadow *shadow.Metrics
+	// podSource: which source, and the kubelet's Pods API's errors.
+	podSource *podinformer.Metrics
 }
 
 // newDaemonMetrics registers them with reg, as o's flags shape them.
@@ -37,11 +40,12 @@ func newDaemonMetrics(reg prometheus.Registerer, o *options) *daemonMetrics {
 		workerOpts = append(workerOpts, worker.WithoutPodUIDLabel())
 	}
 	return &daemonMetrics{
-		runtime: decorator.NewMetrics(reg),
-		restart: kill.NewMetrics(reg),
-		status:  status.NewMetrics(reg),
-		workers: worker.NewMetrics(reg, workerOpts...),
-		manager: manager.NewMetrics(reg),
-		shadow:  shadow.NewMetrics(reg),
+		runtime:   decorator.NewMetrics(reg),
+		restart:   kill.NewMetrics(reg),
+		status:    status.NewMetrics(reg),
+		workers:   worker.NewMetrics(reg, workerOpts...),
+		manager:   manager.NewMetrics(reg),
+		shadow:    shadow.NewMetrics(reg),
+		podSource: podinformer.NewMetrics(reg),
 	}
 }

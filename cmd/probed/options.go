@@ -13,6 +13,7 @@ import (
 	"github.com/probed-dev/probed/pkg/cri"
 	"github.com/probed-dev/probed/pkg/endpoints"
 	"github.com/probed-dev/probed/pkg/hostpolicy"
+	"github.com/probed-dev/probed/pkg/podinformer"
 	"github.com/probed-dev/probed/pkg/prober"
 	"github.com/probed-dev/probed/pkg/probespec"
 	"github.com/probed-dev/probed/pkg/reachpolicy"
@@ -76,6 +77,12 @@ type options struct {
 	TrustPodStatusIPs bool
 	// TCPProbeClose is --tcp-probe-close: fin (the kubelet's) or rst.
 	TCPProbeClose prober.TCPCloseMode
+	// PodSource is --pod-source: auto, apiserver or kubelet.
+	PodSource podinformer.Source
+	// KubeletPodsAPISocket is --kubelet-pods-api-socket.
+	KubeletPodsAPISocket string
+	// KubeletPodsRelist is --kubelet-pods-relist-period.
+	KubeletPodsRelist time.Duration
 	// PodVolumesDir is --pod-volumes-dir: the kubelet's pods directory,
 	// where probed.io/tls reads certificates; "" reads none.
 	PodVolumesDir string
@@ -159,6 +166,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.TrustPodStatusIPs, "trust-pod-status-ips", false, "take a pod's status.podIPs as its own IPs, which --probe-host-policy always allows, without asking the container runtime which IPs it gave the pod's sandbox; only for test setups whose pods have no sandbox: whoever may write pods/status could then point probes at the node's loopback or metadata addresses")
 	flagschema.EnumVar(fs, &o.TCPProbeClose, "tcp-probe-close", prober.TCPCloseFIN, "how tcpSocket probes close their connection: fin (a graceful close, as the kubelet; the node keeps each probe's socket in TIME-WAIT for 60s) or rst (a reset: no TIME-WAIT and about a third less CPU, but the application may log \"connection reset by peer\" on every probe)",
 		prober.TCPCloseFIN, prober.TCPCloseRST)
+	flagschema.EnumVar(fs, &o.PodSource, "pod-source", podinformer.SourceAuto, "where probed reads its node's pods: kubelet (the kubelet's Pods API, Kubernetes 1.36+ with the PodsAPI gate, on by default from 1.37: the kubelet's own view of status, no API server watch, and probed needs no list or watch of pods; deploy/pod-source-kubelet), apiserver (a watch of the API server, field selector spec.nodeName) or auto (the kubelet when its socket answers at start, else the API server; probed says which and why in its log and probed_pod_source_info)",
+		podinformer.Sources...)
+	fs.StringVar(&o.KubeletPodsAPISocket, "kubelet-pods-api-socket", podinformer.DefaultKubeletSocket, "the kubelet's Pods API socket: <kubelet --root-dir>/pods-api/pods-api.sock")
+	flagschema.PositiveDurationVar(fs, &o.KubeletPodsRelist, "kubelet-pods-relist-period", 15*time.Second, "with the kubelet as pod source, how often probed reopens its watch and compares the kubelet's pods with its own: the kubelet's watch sends a pod only when its status changes, so an edit of probed.io/probes or another annotation reaches probed within this period (each reopening is a few lines in the kubelet's log)")
 	fs.StringVar(&o.PodVolumesDir, "pod-volumes-dir", "", "the kubelet's pods directory (<kubelet root>/pods, usually /var/lib/kubelet/pods), from whose secret, configMap and projected volumes probes with probed.io/tls read a pod's own CA bundle and client certificate; it must be mounted with HostToContainer propagation and lets probed read every such volume on the node (docs/tls.md); empty: probes that name a volume fail")
 	flagschema.IntVar(fs, &o.LivenessRestartBudget, "liveness-restart-budget", 10, 0, "container restarts after liveness or startup failures allowed per node per minute (a token bucket, burst of the same size); a restart over budget is deferred and retried; 0 is unlimited")
 	fs.BoolVar(&o.LivenessWorkloadGuard, "liveness-workload-guard", true, "pause liveness restarts of a ReplicaSet, StatefulSet or DaemonSet while more than half of its pods on this node are failing liveness")

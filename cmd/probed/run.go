@@ -45,7 +45,7 @@ func run(ctx context.Context, o *options) error {
 		"probeSource", o.ProbeSource, "dryRun", o.DryRun, "livenessAction", o.LivenessAction,
 		"probeHostPolicy", o.ProbeHostPolicy, "trustPodStatusIPs", o.TrustPodStatusIPs, "livenessRestartBudget", o.LivenessRestartBudget,
 		"livenessWorkloadGuard", o.LivenessWorkloadGuard, "livenessWorkloadGuardMaxPause", o.LivenessWorkloadGuardMaxPause,
-		"podVolumesDir", o.PodVolumesDir)
+		"podVolumesDir", o.PodVolumesDir, "podSource", o.PodSource)
 	start := time.Now()
 	cfg, err := daemon.RESTConfig("probed", o.Kubeconfig, o.KubeAPIQPS, o.KubeAPIBurst)
 	if err != nil {
@@ -73,10 +73,11 @@ func run(ctx context.Context, o *options) error {
 	defer runtime.Close()
 	runtimeHealth := decorator.NewHealth(runtime, 0, 0, nil, reg)
 
-	podInformer, err := podinformer.New(client, o.NodeName)
+	podInformer, err := newPodSource(ctx, o, client, metrics.podSource)
 	if err != nil {
 		return err
 	}
+	defer podInformer.close()
 	// The manager, its workers and the status writer look pods up here.
 	pods, err := podinformer.NewByUID(podInformer)
 	if err != nil {
@@ -271,12 +272,7 @@ func run(ctx context.Context, o *options) error {
 			Insecure:   o.MetricsInsecure,
 			Cert:       cert,
 			Ready: []endpoints.Check{
-				{Name: "informer-synced", Fn: func(context.Context) error {
-					if !podInformer.HasSynced() {
-						return errors.New("pod informer has not synced")
-					}
-					return nil
-				}},
+				{Name: "informer-synced", Fn: podInformer.check},
 				// Unready only after a sustained outage, not on a blip.
 				{Name: "runtime", Fn: runtimeHealth.Check},
 				{Name: "pdb-informer-synced", Fn: func(context.Context) error {

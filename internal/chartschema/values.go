@@ -55,6 +55,7 @@ type Values struct {
 	ExtraVolumes       []corev1.Volume                `json:"extraVolumes"`
 	ExtraVolumeMounts  []corev1.VolumeMount           `json:"extraVolumeMounts"`
 	ProbeTLS           ProbeTLS                       `json:"probeTLS"`
+	PodSource          PodSource                      `json:"podSource"`
 	Shadow             Shadow                         `json:"shadow"`
 	Webhook            Webhook                        `json:"webhook"`
 	Monitoring         Monitoring                     `json:"monitoring"`
@@ -100,6 +101,18 @@ type ProbeTLS struct {
 	// KubeletPodsDir is the kubelet's --root-dir/pods on the host, mounted
 	// at the same path.
 	KubeletPodsDir string `json:"kubeletPodsDir" schema:"pattern=^/.+$"`
+}
+
+// PodSource is where probed reads its node's pods, as
+// deploy/pod-source-kubelet has it for kubelet.
+type PodSource struct {
+	// Mode apiserver watches the API server; kubelet reads the kubelet's
+	// Pods API and drops the ClusterRole's read of pods; auto mounts the
+	// socket, keeps the read, and lets probed choose at start.
+	Mode string `json:"mode" schema:"enum=apiserver|auto|kubelet"`
+	// KubeletPodsAPIDir is <kubelet --root-dir>/pods-api on the host,
+	// mounted read-only at the same path.
+	KubeletPodsAPIDir string `json:"kubeletPodsAPIDir" schema:"pattern=^/.+$"`
 }
 
 // Shadow is a second DaemonSet of probed in shadow mode

@@ -35,3 +35,14 @@ func StripManagedFields(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// NewFromKubelet returns the pod informer fed by the kubelet's Pods API
+// through lw, caching as New does.
+func NewFromKubelet(lw *KubeletListerWatcher) (cache.SharedIndexInformer, error) {
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &v1.Pod{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	if err := inf.SetTransform(StripManagedFields); err != nil {
+		return nil, err
+	}
+	return inf, nil
+}

@@ -14,6 +14,11 @@ choice here; keep the two the same.
 {{- if $podVolumes -}}
 {{- $overrides = merge (dict "pod-volumes-dir" $v.probeTLS.kubeletPodsDir) $overrides -}}
 {{- end -}}
+{{- $podsAPI := has $v.podSource.mode (list "auto" "kubelet") -}}
+{{- $overrides = merge (dict "pod-source" $v.podSource.mode) $overrides -}}
+{{- if $podsAPI -}}
+{{- $overrides = merge (dict "kubelet-pods-api-socket" (printf "%s/pods-api.sock" $v.podSource.kubeletPodsAPIDir)) $overrides -}}
+{{- end -}}
 {{- $flags := include "probed.flags" (dict "root" $root "overrides" $overrides) | fromJson -}}
 {{- $port := include "probed.portOf" (index $flags "metrics-bind-address" | default ":9809") | int -}}
 {{- $sockDir := include "probed.runtimeSocketDir" $root -}}
@@ -145,6 +150,11 @@ spec:
           readOnly: true
           mountPropagation: HostToContainer
         {{- end }}
+        {{- if $podsAPI }}
+        - name: kubelet-pods-api
+          mountPath: {{ $v.podSource.kubeletPodsAPIDir }}
+          readOnly: true
+        {{- end }}
         {{- with $v.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -169,6 +179,14 @@ spec:
         hostPath:
           path: {{ $v.probeTLS.kubeletPodsDir }}
           type: Directory
+      {{- end }}
+      {{- if $podsAPI }}
+      # The kubelet's Pods API socket (values.yaml's podSource): the
+      # directory, as the kubelet recreates the socket when it restarts.
+      - name: kubelet-pods-api
+        hostPath:
+          path: {{ $v.podSource.kubeletPodsAPIDir }}
+          type: DirectoryOrCreate
       {{- end }}
       {{- with $v.extraVolumes }}
       {{- toYaml . | nindent 6 }}

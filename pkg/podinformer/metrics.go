@@ -1,0 +1,41 @@
+package podinformer
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the pod source's: which one probed reads, and how the
+// kubelet's Pods API has been answering.
+type Metrics struct {
+	info    *prometheus.GaugeVec
+	errors  *prometheus.CounterVec
+	watches prometheus.Counter
+}
+
+// NewMetrics registers them with reg (none when nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "probed_pod_source_info",
+			Help: "Where probed reads its node's pods: 1 for source=\"kubelet\" (the kubelet's Pods API) or source=\"apiserver\" (a watch of the API server).",
+		}, []string{"source"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "probed_pod_source_errors_total",
+			Help: "Calls to the kubelet's Pods API that failed and watches of it that ended, by gRPC code (FailedPrecondition: the kubelet's pod sources are syncing; ResourceExhausted: the kubelet dropped a watcher that fell behind; Unavailable: no kubelet answers; Decode: a pod probed could not read).",
+		}, []string{"code"}),
+		watches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "probed_pod_source_watches_total",
+			Help: "WatchPods streams probed opened on the kubelet's Pods API: one at start, one per relist period, and one after each failure.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.info, m.errors, m.watches)
+	}
+	return m
+}
+
+// SetSource records the source probed reads.
+func (m *Metrics) SetSource(s Source) {
+	m.info.Reset()
+	m.info.WithLabelValues(string(s)).Set(1)
+}

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +32,9 @@ import (
 // own); probed writes nothing and does not restart. The window ends once
 // both readiness probes have run three more times after the kubelet's first
 // node status, so the kubelet has re-synced both pods and re-run its prober.
+// With the kubelet's Pods API as probed's pod source, its socket goes away
+// and comes back with the kubelet: probed's watch ends, and it watches the
+// new kubelet (checkWatchedNewKubelet), with nothing flipped meanwhile.
 func TestKubeletRestartBesideProbed(t *testing.T) {
 	ctx := context.Background()
 	node, err := client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
@@ -113,9 +119,10 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 	}
 	writes := scrape(t, "probed_status_writes_total")
 	// With the kubelet as probed's pod source, its socket goes with the
-	// kubelet and comes back with it: probed opens a new watch.
+	// kubelet and comes back with it: probed's stream ends (an error by
+	// gRPC code), and probed watches the new kubelet.
 	watches := scrape(t, "probed_pod_source_watches_total")
-	sourceErrors := metricLines(t, "probed_pod_source_errors_total")
+	sourceErrors := scrape(t, "probed_pod_source_errors_total")
 
 	// Every state of both pods from here on, so a flip and its undoing are
 	// both seen, even within one second.
@@ -190,16 +197,7 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 	}
 	s.note("both readiness probes ran 3 times after the kubelet's first node status (%v after the restart)", time.Since(restarted).Round(100*time.Millisecond))
 	if podSource == "kubelet" {
-		var now float64
-		if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
-			now = scrape(t, "probed_pod_source_watches_total")
-			return now > watches, nil
-		}); err != nil {
-			t.Errorf("probed_pod_source_watches_total stayed %g across the kubelet restart: probed did not watch the new kubelet's Pods API", now)
-		} else {
-			s.note("probed re-opened its watch of the kubelet's Pods API (%g watches, then %g; errors before %q, after %q)",
-				watches, now, sourceErrors, metricLines(t, "probed_pod_source_errors_total"))
-		}
+		checkWatchedNewKubelet(t, s, watches, sourceErrors)
 	}
 
 	after, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -228,6 +226,84 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 	if len(flips) == 0 {
 		s.note("%d pod updates watched, none flipped anything", updates)
 	}
+}
+
+// checkWatchedNewKubelet: across the kubelet's restart, probed's stream of
+// the old kubelet's Pods API ended (probed_pod_source_errors_total grew),
+// probed opened more (probed_pod_source_watches_total grew: it reopens one
+// every relist period anyway), and the new kubelet served them: its own
+// kubelet_pod_requests_watch_total, counted as each stream ends (probed
+// replaces its stream every relist period, 15 s by default), is no longer 0.
+func checkWatchedNewKubelet(t *testing.T, s *sc, watches, sourceErrors float64) {
+	t.Helper()
+	var nowWatches, nowErrors, served float64
+	var servedErr error
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nowWatches = scrape(t, "probed_pod_source_watches_total")
+		nowErrors = scrape(t, "probed_pod_source_errors_total")
+		served, servedErr = kubeletMetric(ctx, "kubelet_pod_requests_watch_total")
+		return nowWatches > watches && nowErrors > sourceErrors && served > 0, nil
+	})
+	if err != nil {
+		t.Errorf("across the kubelet restart: probed_pod_source_watches_total %g -> %g, probed_pod_source_errors_total %g -> %g, "+
+			"the new kubelet's kubelet_pod_requests_watch_total %g (%v); want all three to grow",
+			watches, nowWatches, sourceErrors, nowErrors, served, servedErr)
+		return
+	}
+	s.note("probed's stream of the old kubelet ended (errors %g -> %g: %q) and it watched the new one (watches %g -> %g; the new kubelet served %g WatchPods)",
+		sourceErrors, nowErrors, metricLines(t, "probed_pod_source_errors_total"), watches, nowWatches, served)
+}
+
+// kubeletMetric sums the kubelet's metric samples whose line starts with
+// prefix, read from its own port (it serves on loopback) with a client
+// certificate of the control plane's CA for a system:masters user, as the
+// API server's own kubelet client has.
+func kubeletMetric(ctx context.Context, prefix string) (float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	certPEM, keyPEM, err := nd.ControlPlane().IssueClientCert("e2e-kubelet-metrics", "system:masters")
+	if err != nil {
+		return 0, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return 0, err
+	}
+	// The kubelet's serving certificate is its own, self-signed.
+	tr := &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}
+	defer tr.CloseIdleConnections()
+	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
+	}
+	var sum float64
+	for _, l := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		f := strings.Fields(l)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
 }
 
 // kubeletRestartGrace is how long before a 1.35+ kubelet's start a container

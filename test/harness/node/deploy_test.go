@@ -183,3 +183,61 @@ patches:
 		}
 	}
 }
+
+// deploy/pod-source-kubelet applies to deploy/'s DaemonSet and ClusterRole:
+// --pod-source=kubelet, the node's pods-api directory mounted read-only at
+// its own path and --kubelet-pods-api-socket naming the socket in it, and
+// no rule of the ClusterRole left on pods, while pods/status and nodes stay.
+func TestPodSourceKubeletComponent(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := deployObjects(t, root)
+	if err := applyComponent(filepath.Join(root, "deploy", "pod-source-kubelet"), objs); err != nil {
+		t.Fatal(err)
+	}
+	ds := &appsv1.DaemonSet{}
+	typed(t, objs, "DaemonSet", "probed", ds)
+	spec := &ds.Spec.Template.Spec
+	c := &spec.Containers[0]
+	moveKubeletRoot(spec, c, testRoot)
+	dir := testRoot + "/pods-api"
+	for _, want := range []string{"--pod-source=kubelet", "--kubelet-pods-api-socket=" + dir + "/pods-api.sock"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q: want %s", c.Args, want)
+		}
+	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, defaultKubeletRoot) }) {
+		t.Errorf("args %q still name %s", c.Args, defaultKubeletRoot)
+	}
+	v, m := hostMount(t, spec, c, dir)
+	if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate || m.MountPath != dir || !m.ReadOnly {
+		t.Errorf("volume %+v mounted %+v: want %s, DirectoryOrCreate, read-only at the same path", v, m, dir)
+	}
+
+	var cr rbacv1.ClusterRole
+	typed(t, objs, "ClusterRole", "probed", &cr)
+	allowed := func(resource, verb string) bool {
+		return slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, "") && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb)
+		})
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		if allowed("pods", verb) {
+			t.Errorf("the ClusterRole still grants %s on pods: %+v", verb, cr.Rules)
+		}
+	}
+	if !allowed("pods/status", "patch") || !allowed("nodes", "get") {
+		t.Errorf("the ClusterRole lost pods/status or nodes: %+v", cr.Rules)
+	}
+
+	// Without the socket's directory mounted, no socket flag is added.
+	objs = deployObjects(t, root)
+	typed(t, objs, "DaemonSet", "probed", ds)
+	c = &ds.Spec.Template.Spec.Containers[0]
+	moveKubeletRoot(&ds.Spec.Template.Spec, c, testRoot)
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--kubelet-pods-api-socket") }) {
+		t.Errorf("args %q: a socket flag without the pods-api directory mounted", c.Args)
+	}
+}

@@ -53,7 +53,7 @@ func judge(pdb *policyv1.PodDisruptionBudget, pod *v1.Pod, inFlight int32) budge
 	if s.ObservedGeneration < pdb.Generation {
 		return budgetJudgement{Why: fmt.Sprintf("PodDisruptionBudget %s has changed and the disruption controller has not recounted it yet", name)}
 	}
-	if !podReady(pod) {
+	if !podReady(pod) && !kubeletInitializing(pod) {
 		if p := pdb.Spec.UnhealthyPodEvictionPolicy; p != nil && *p == policyv1.AlwaysAllow {
 			return budgetJudgement{Allowed: true}
 		}
@@ -77,6 +77,24 @@ func podReady(pod *v1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodReady {
 			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// kubeletInitializingMessage is the Ready condition the kubelet's Pods API
+// reports for a pod right after a kubelet restart, before the kubelet has
+// synced it again (pkg/kubelet/apis/pods, getEffectivePodStatus): False
+// from the kubelet's not knowing yet, not from the pod.
+const kubeletInitializingMessage = "Kubelet is initializing pod containers"
+
+// kubeletInitializing reports that pod's Ready is that placeholder. Such a
+// pod is judged as healthy: its restart needs a disruption to spare, as
+// the API server's copy (still Ready) would have it judged.
+func kubeletInitializing(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionFalse && c.Reason == "ContainersNotReady" && c.Message == kubeletInitializingMessage
 		}
 	}
 	return false

@@ -91,6 +91,29 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// Right after a kubelet restart, its Pods API says Ready=False for every
+// pod it has not synced yet ("Kubelet is initializing pod containers").
+// That is the kubelet not knowing, not the pod failing: its restart needs
+// a disruption to spare, as when it was Ready, even under AlwaysAllow.
+func TestJudgeKubeletInitializingIsNotUnhealthy(t *testing.T) {
+	always := policyv1.AlwaysAllow
+	pod := webPod("w", false)
+	pod.Status.Conditions[0].Reason, pod.Status.Conditions[0].Message = "ContainersNotReady", "Kubelet is initializing pod containers"
+	pdb := pdbFor("p", 0, 4, 4)
+	pdb.Spec.UnhealthyPodEvictionPolicy = &always
+	if j := judge(pdb, pod, 0); j.Allowed {
+		t.Errorf("a pod the kubelet is still initializing was restarted with no disruption to spare (%+v)", j)
+	}
+	if j := judge(pdbFor("p", 1, 5, 4), pod, 0); !j.Allowed || !j.Spend {
+		t.Errorf("with one to spare: %+v, want allowed, spending it", j)
+	}
+	// A pod the kubelet has synced and found not ready stays unhealthy.
+	pod.Status.Conditions[0].Message = "containers with unready status: [app]"
+	if j := judge(pdb, pod, 0); !j.Allowed || j.Spend {
+		t.Errorf("an unready pod under AlwaysAllow: %+v, want allowed without spending", j)
+	}
+}
+
 func TestSelects(t *testing.T) {
 	pdb := pdbFor("p", 1, 1, 0)
 	if !selects(pdb, webPod("w", true)) {

@@ -117,7 +117,7 @@ func (k *KubeletListerWatcher) List(opts metav1.ListOptions) (runtime.Object, er
 
 // ListWithContext is List.
 func (k *KubeletListerWatcher) ListWithContext(ctx context.Context, _ metav1.ListOptions) (runtime.Object, error) {
-	s, err := k.open()
+	s, err := k.open(true)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (k *KubeletListerWatcher) WatchWithContext(ctx context.Context, _ metav1.Li
 	synced := s != nil
 	if s == nil {
 		var err error
-		if s, err = k.open(); err != nil {
+		if s, err = k.open(true); err != nil {
 			return nil, err
 		}
 	}
@@ -193,13 +193,14 @@ func (k *KubeletListerWatcher) Check(grace time.Duration) error {
 	return nil
 }
 
-// open starts a WatchPods stream.
-func (k *KubeletListerWatcher) open() (*stream, error) {
+// open starts a WatchPods stream. down says no other stream serves, for
+// Check, if it fails.
+func (k *KubeletListerWatcher) open(down bool) (*stream, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := k.client.WatchPods(ctx, &podsv1alpha1.WatchPodsRequest{})
 	if err != nil {
 		cancel()
-		k.failed("opening a watch", err, true)
+		k.failed("opening a watch", err, down)
 		return nil, err
 	}
 	k.metrics.watches.Inc()

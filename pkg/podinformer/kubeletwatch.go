@@ -56,7 +56,7 @@ func (w *kubeletWatch) run(s *stream, synced bool) {
 				return
 			}
 		case <-ticker.C():
-			next, err := w.k.open()
+			next, err := w.k.open(false)
 			if err != nil {
 				continue // the current stream still serves
 			}
@@ -69,6 +69,7 @@ func (w *kubeletWatch) run(s *stream, synced bool) {
 			}
 			cur.close()
 			cur, events = next, next.events()
+			w.k.up()
 		}
 	}
 }

@@ -355,6 +355,7 @@ func TestChartServerSideDryRun(t *testing.T) {
 		{"overlays/k3s", "probed-system", kustomize(t, "../../overlays/k3s")},
 		{"overlays/shadow", "probed-system", kustomize(t, "../../overlays/shadow")},
 		{"deploy/ with deploy/probe-tls", "probed-system", kustomize(t, probeTLSWrapper(t))},
+		{"deploy/ with deploy/pod-source-kubelet", "probed-system", kustomize(t, podSourceWrapper(t))},
 	}
 	for _, c := range cases {
 		// A dry run creates no namespace: make it for real.

@@ -472,3 +472,103 @@ func TestChartProbeTLS(t *testing.T) {
 	noPodVolumes(t, "the shadow with probeTLS.podVolumes", daemonSet(t, withShadow, "probed-shadow"), pods)
 	checkPodVolumes(t, "probed beside the shadow", daemonSet(t, withShadow, "probed"), pods)
 }
+
+// podSourceWrapper is probeTLSWrapper's twin for deploy/pod-source-kubelet.
+func podSourceWrapper(t *testing.T) string {
+	t.Helper()
+	my := probeTLSWrapper(t)
+	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/pod-source-kubelet\n"
+	if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return my
+}
+
+// podSource.mode=kubelet renders what deploy/ with deploy/pod-source-kubelet
+// renders, object for object: the flags, the socket's directory mounted
+// read-only, and a ClusterRole with no rule on pods. auto mounts the socket
+// and keeps the read (its fallback needs it); the default (apiserver)
+// neither, as deploy/ alone. container-status mode keeps get alone.
+func TestChartPodSource(t *testing.T) {
+	t.Parallel()
+	const dir = "/var/lib/kubelet/pods-api"
+	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
+	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
+	wrapped := kustomize(t, podSourceWrapper(t))
+	want := byKey(t, wrapped, "deploy/ with pod-source-kubelet")
+	delete(want, "Namespace//probed-system")
+	objs := helmTemplate(t, "probed-system", "podSource.mode=kubelet")
+	compareRender(t, "podSource.mode=kubelet against deploy/pod-source-kubelet", objs, want, webhookInDeploy)
+
+	checkPodSource(t, "deploy/pod-source-kubelet", wrapped, "kubelet", dir, nil)
+	checkPodSource(t, "podSource.mode=kubelet", objs, "kubelet", dir, nil)
+	checkPodSource(t, "podSource.mode=auto", helmTemplate(t, "p", "podSource.mode=auto"), "auto", dir, []string{"get", "list", "watch"})
+	checkPodSource(t, "the chart's defaults", helmTemplate(t, "p"), "", "", []string{"get", "list", "watch"})
+	checkPodSource(t, "deploy/", kustomize(t, "../../deploy"), "", "", []string{"get", "list", "watch"})
+	checkPodSource(t, "kubelet, container-status mode", helmTemplate(t, "p", "podSource.mode=kubelet", "flags.status-mode=container-status"), "kubelet", dir, []string{"get"})
+	const k0s = "/var/lib/k0s/kubelet/pods-api"
+	checkPodSource(t, "kubeletPodsAPIDir="+k0s, helmTemplate(t, "p", "podSource.mode=kubelet", "podSource.kubeletPodsAPIDir="+k0s), "kubelet", k0s, nil)
+	shadow := helmTemplate(t, "p", "podSource.mode=kubelet", "shadow.enabled=true")
+	if ds := daemonSet(t, shadow, "probed-shadow"); hostMounts(ds)[dir] == "" {
+		t.Errorf("the shadow DaemonSet, which shares the ClusterRole, does not mount %s", dir)
+	}
+}
+
+// checkPodSource checks the rendered DaemonSet's --pod-source and socket
+// mount (none when source is ""), and the verbs the ClusterRole grants on
+// pods.
+func checkPodSource(t *testing.T, what string, objs []*unstructured.Unstructured, source, dir string, verbs []string) {
+	t.Helper()
+	var ds *appsv1.DaemonSet
+	var role *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "DaemonSet" && !strings.HasSuffix(o.GetName(), "-shadow"):
+			ds = new(appsv1.DaemonSet)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
+				t.Fatal(err)
+			}
+		case o.GetKind() == "ClusterRole" && (o.GetName() == "probed" || o.GetName() == "p-probed" || o.GetName() == "p"):
+			role = o
+		}
+	}
+	if ds == nil || role == nil {
+		t.Fatalf("%s: no DaemonSet or ClusterRole rendered", what)
+	}
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	var got []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--pod-source") || strings.HasPrefix(a, "--kubelet-pods-api-socket") {
+			got = append(got, a)
+		}
+	}
+	var wantArgs []string
+	if source != "" {
+		wantArgs = []string{"--kubelet-pods-api-socket=" + dir + "/pods-api.sock", "--pod-source=" + source}
+	}
+	if !reflect.DeepEqual(got, wantArgs) {
+		t.Errorf("%s: args %q, want %q", what, got, wantArgs)
+	}
+	mounted := hostMounts(ds)[dir]
+	if source != "" && mounted != dir+" DirectoryOrCreate" {
+		t.Errorf("%s: %s is mounted from %q, want the host's %s", what, dir, mounted, dir)
+	}
+	for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+		if m.MountPath == dir && !m.ReadOnly {
+			t.Errorf("%s: the socket's directory is mounted read-write", what)
+		}
+	}
+	var podVerbs []string
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		rm := r.(map[string]any)
+		res, _, _ := unstructured.NestedStringSlice(rm, "resources")
+		if slices.Contains(res, "pods") {
+			v, _, _ := unstructured.NestedStringSlice(rm, "verbs")
+			podVerbs = append(podVerbs, v...)
+		}
+	}
+	if !reflect.DeepEqual(podVerbs, verbs) {
+		t.Errorf("%s: the ClusterRole grants %q on pods, want %q", what, podVerbs, verbs)
+	}
+}

@@ -15,9 +15,9 @@ choice here; keep the two the same.
 {{- $overrides = merge (dict "pod-volumes-dir" $v.probeTLS.kubeletPodsDir) $overrides -}}
 {{- end -}}
 {{- $podsAPI := has $v.podSource.mode (list "auto" "kubelet") -}}
-{{- $overrides = merge (dict "pod-source" $v.podSource.mode) $overrides -}}
+{{- /* podSource.mode apiserver passes nothing: --pod-source=auto finds no socket mounted, as deploy/'s DaemonSet. */ -}}
 {{- if $podsAPI -}}
-{{- $overrides = merge (dict "kubelet-pods-api-socket" (printf "%s/pods-api.sock" $v.podSource.kubeletPodsAPIDir)) $overrides -}}
+{{- $overrides = merge (dict "pod-source" $v.podSource.mode "kubelet-pods-api-socket" (printf "%s/pods-api.sock" $v.podSource.kubeletPodsAPIDir)) $overrides -}}
 {{- end -}}
 {{- $flags := include "probed.flags" (dict "root" $root "overrides" $overrides) | fromJson -}}
 {{- $port := include "probed.portOf" (index $flags "metrics-bind-address" | default ":9809") | int -}}

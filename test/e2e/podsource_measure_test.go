@@ -24,7 +24,8 @@ import (
 // probed's pod source changes: probed runs first with --pod-source=apiserver
 // (deploy/'s ClusterRole whole), then as the tier runs it, from the
 // kubelet's Pods API (deploy/pod-source-kubelet). Under each, the same pods
-// are created one after another, each a busybox whose container writes the
+// are created one after another (one at a time: each is deleted after its
+// first probe), each a busybox whose container writes the
 // node's uptime (/proc/uptime, 10 ms steps, one clock for every container)
 // to a file on the host as it starts, and whose exec readiness probe
 // (every second, in probed.io/probes) writes it once, on its first run:
@@ -86,7 +87,7 @@ func TestPodSourceLatency(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "pod source, %d pods each, one every 2 s: container start -> probed's first probe (ms; median / mean / p90 / max);\n", n)
+	fmt.Fprintf(&b, "pod source, %d pods each, one at a time: container start -> probed's first probe (ms; median / mean / p90 / max);\n", n)
 	fmt.Fprintf(&b, "the API server's pods watches open, and the watch events and bytes it sent for pods over the half (all watchers)\n")
 	fmt.Fprintf(&b, "  %-9s  %-31s  %13s  %12s  %12s  %8s\n", "source", "first probe after start", "pods watches", "watch events", "watch bytes", "window")
 	for _, h := range halves {
@@ -123,8 +124,9 @@ func (h sourceHalf) latency() string {
 	return fmt.Sprintf("%5.0f / %5.0f / %5.0f / %5.0f", ms[len(ms)/2], sum/float64(len(ms)), ms[(len(ms)*9)/10], ms[len(ms)-1])
 }
 
-// measureSource creates n pods one every 2 s, waits for each one's first
-// probe, deletes them, and reads the API server's pods watch figures around it.
+// measureSource creates n pods one after another, each once the one before
+// has had its first probe and is deleted, and reads the API server's pods
+// watch figures around them.
 func measureSource(t *testing.T, dir, source string, n int) sourceHalf {
 	t.Helper()
 	ctx := context.Background()
@@ -133,7 +135,19 @@ func measureSource(t *testing.T, dir, source string, n int) sourceHalf {
 	before := apiserverPodWatchMetrics(t)
 	began := time.Now()
 	label := "e2e.probed.io/pod-source-measure"
-	var names []string
+	uptime := func(file string) (float64, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return 0, false
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 1 {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		return v, err == nil
+	}
+	var during podWatchMetrics
 	for i := range n {
 		name := fmt.Sprintf("measure-%s-%d", source, i)
 		pod := &v1.Pod{
@@ -162,25 +176,8 @@ func measureSource(t *testing.T, dir, source string, n int) sourceHalf {
 		t.Cleanup(func() {
 			_ = client.CoreV1().Pods(testNS).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
 		})
-		names = append(names, name)
-		time.Sleep(2 * time.Second)
-	}
-	during := apiserverPodWatchMetrics(t)
-	uptime := func(file string) (float64, bool) {
-		b, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			return 0, false
-		}
-		f := strings.Fields(string(b))
-		if len(f) < 1 {
-			return 0, false
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		return v, err == nil
-	}
-	for _, name := range names {
 		var start, probe float64
-		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			var ok1, ok2 bool
 			start, ok1 = uptime(name + ".start")
 			probe, ok2 = uptime(name + ".probe")
@@ -190,11 +187,16 @@ func measureSource(t *testing.T, dir, source string, n int) sourceHalf {
 			t.Fatalf("%s (source %s): no start and first probe on the host: %v", name, source, err)
 		}
 		h.delays = append(h.delays, time.Duration((probe-start)*float64(time.Second)))
-	}
-	for _, name := range names {
+		if i == n/2 {
+			during = apiserverPodWatchMetrics(t)
+		}
+		// One measured pod at a time: each one's exec probe every second
+		// would otherwise load the machine more and more, whichever the
+		// source.
 		if err := client.CoreV1().Pods(testNS).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 			t.Fatal(err)
 		}
+		time.Sleep(time.Second)
 	}
 	pollT(t, "the measured pods gone", 2*time.Minute, func() bool {
 		l, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: label + "=" + source})

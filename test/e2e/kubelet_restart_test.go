@@ -4,10 +4,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +154,11 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		}
 	}()
 
+	// Where the restarted kubelet's lines begin in its log.
+	var kubeletLogFrom int64
+	if st, err := os.Stat(filepath.Join(nd.RunDir, "kubelet.log")); err == nil {
+		kubeletLogFrom = st.Size()
+	}
 	restarted := time.Now()
 	if err := nd.RestartKubelet(); err != nil {
 		t.Fatal(err)
@@ -197,7 +202,7 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 	}
 	s.note("both readiness probes ran 3 times after the kubelet's first node status (%v after the restart)", time.Since(restarted).Round(100*time.Millisecond))
 	if podSource == "kubelet" {
-		checkWatchedNewKubelet(t, s, watches, sourceErrors)
+		checkWatchedNewKubelet(t, s, watches, sourceErrors, kubeletLogFrom)
 	}
 
 	after, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -231,79 +236,43 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 // checkWatchedNewKubelet: across the kubelet's restart, probed's stream of
 // the old kubelet's Pods API ended (probed_pod_source_errors_total grew),
 // probed opened more (probed_pod_source_watches_total grew: it reopens one
-// every relist period anyway), and the new kubelet served them: its own
-// kubelet_pod_requests_watch_total, counted as each stream ends (probed
-// replaces its stream every relist period, 15 s by default), is no longer 0.
-func checkWatchedNewKubelet(t *testing.T, s *sc, watches, sourceErrors float64) {
+// every relist period anyway), and the new kubelet served one: its log,
+// from logFrom on, has a WatchPods call.
+func checkWatchedNewKubelet(t *testing.T, s *sc, watches, sourceErrors float64, logFrom int64) {
 	t.Helper()
-	var nowWatches, nowErrors, served float64
-	var servedErr error
+	var nowWatches, nowErrors float64
+	var served int
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		nowWatches = scrape(t, "probed_pod_source_watches_total")
 		nowErrors = scrape(t, "probed_pod_source_errors_total")
-		served, servedErr = kubeletMetric(ctx, "kubelet_pod_requests_watch_total")
+		served = newKubeletLogCount(logFrom, `"WatchPods called"`)
 		return nowWatches > watches && nowErrors > sourceErrors && served > 0, nil
 	})
 	if err != nil {
 		t.Errorf("across the kubelet restart: probed_pod_source_watches_total %g -> %g, probed_pod_source_errors_total %g -> %g, "+
-			"the new kubelet's kubelet_pod_requests_watch_total %g (%v); want all three to grow",
-			watches, nowWatches, sourceErrors, nowErrors, served, servedErr)
+			"WatchPods calls in the new kubelet's log %d; want all three to grow", watches, nowWatches, sourceErrors, nowErrors, served)
 		return
 	}
-	s.note("probed's stream of the old kubelet ended (errors %g -> %g: %q) and it watched the new one (watches %g -> %g; the new kubelet served %g WatchPods)",
+	s.note("probed's stream of the old kubelet ended (errors %g -> %g: %q) and it watched the new one (watches %g -> %g; the new kubelet logged %d WatchPods calls)",
 		sourceErrors, nowErrors, metricLines(t, "probed_pod_source_errors_total"), watches, nowWatches, served)
 }
 
-// kubeletMetric sums the kubelet's metric samples whose line starts with
-// prefix, read from its own port (it serves on loopback) with a client
-// certificate of the control plane's CA for a system:masters user, as the
-// API server's own kubelet client has.
-func kubeletMetric(ctx context.Context, prefix string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	n, err := client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
+// newKubeletLogCount counts the lines of the kubelet's log, from offset
+// from on, that contain s.
+func newKubeletLogCount(from int64, s string) int {
+	f, err := os.Open(filepath.Join(nd.RunDir, "kubelet.log"))
 	if err != nil {
-		return 0, err
+		return 0
 	}
-	certPEM, keyPEM, err := nd.ControlPlane().IssueClientCert("e2e-kubelet-metrics", "system:masters")
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(f)
 	if err != nil {
-		return 0, err
+		return 0
 	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return 0, err
-	}
-	// The kubelet's serving certificate is its own, self-signed.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, InsecureSkipVerify: true}}
-	defer tr.CloseIdleConnections()
-	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, body)
-	}
-	var sum float64
-	for _, l := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(l, prefix) {
-			continue
-		}
-		f := strings.Fields(l)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum, nil
+	return strings.Count(string(b), s)
 }
 
 // kubeletRestartGrace is how long before a 1.35+ kubelet's start a container

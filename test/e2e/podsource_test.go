@@ -303,10 +303,10 @@ func testAnnotationEditReachesProbed(t *testing.T) {
 // the liveness failure stops the container during the outage and the
 // kubelet starts it again (seen on the host and in containerd's CRI); once
 // the API server is back, probed writes the readiness condition False (its
-// status writes back off while the API server is away, and resume), and the
-// pod's restart count is 1; the target recovers and probed writes True
-// again. probed itself is not restarted. The kubelet is restarted at the
-// end, for the tests after this one (see there).
+// status writes back off while the API server is away, and resume); the
+// target recovers and probed writes True again. The kubelet is restarted
+// then, for the tests after this one (see there); the pod's restart count
+// is 1, and probed itself was not restarted.
 //
 // Not parallel: Go runs it alone, between the other top-level tests that
 // are not parallel, before the parallel ones; nothing else needs the API
@@ -426,30 +426,11 @@ func TestControlPlaneOutage(t *testing.T) {
 		return c != nil && c.Status == v1.ConditionFalse && c.Reason == "ProbeFailed"
 	})
 	t.Logf("ready.probed.io/app False %v after the API server was back", time.Since(back).Round(100*time.Millisecond))
-	pollT(t, liveName+"'s restart count 1", time.Minute, func() bool {
-		p := podsOf(t, liveName)
-		if len(p) != 1 || appStatus(&p[0]) == nil {
-			return false
-		}
-		cs := appStatus(&p[0])
-		if cs.RestartCount > 1 {
-			t.Fatalf("%s restarted %d times, want 1", liveName, cs.RestartCount)
-		}
-		return cs.RestartCount == 1 && cs.State.Running != nil && cs.ContainerID != liveBefore.ContainerID
-	})
-
 	// And goes on: the target recovers, the condition follows.
 	o.set("unready", false)
 	pollPod(t, ctx, testNS, readyName, "ready.probed.io/app True again", time.Minute, func(p *v1.Pod) bool {
 		return condStatus(p, "ready.probed.io/app") == v1.ConditionTrue
 	})
-	if _, after := probedPod(t); after.ContainerID != probedBefore.ContainerID || after.RestartCount != probedBefore.RestartCount {
-		t.Errorf("probed restarted across the outage (%s x%d -> %s x%d)", probedBefore.ContainerID, probedBefore.RestartCount, after.ContainerID, after.RestartCount)
-	}
-	if kills := eventsTotal(probedEventsFor(t, liveName, "Killing")); kills != 1 {
-		t.Logf("probed's Killing events for %s after the outage: %d (events made while the API server was down may be lost)", liveName, kills)
-	}
-
 	// The kubelet's own watches of the API server back off for up to a
 	// minute after an outage this long (client-go's reflector: 30 s, with
 	// as much jitter again; seen: a pod created 53 s after the API server
@@ -472,6 +453,25 @@ func TestControlPlaneOutage(t *testing.T) {
 		}
 		return false
 	})
+	// The kubelet's statuses, which the restarted kubelet writes at once.
+	pollT(t, liveName+"'s restart count 1", time.Minute, func() bool {
+		p := podsOf(t, liveName)
+		if len(p) != 1 || appStatus(&p[0]) == nil {
+			return false
+		}
+		cs := appStatus(&p[0])
+		if cs.RestartCount > 1 {
+			t.Fatalf("%s restarted %d times, want 1", liveName, cs.RestartCount)
+		}
+		return cs.RestartCount == 1 && cs.State.Running != nil && cs.ContainerID != liveBefore.ContainerID
+	})
+
+	if _, after := probedPod(t); after.ContainerID != probedBefore.ContainerID || after.RestartCount != probedBefore.RestartCount {
+		t.Errorf("probed restarted across the outage (%s x%d -> %s x%d)", probedBefore.ContainerID, probedBefore.RestartCount, after.ContainerID, after.RestartCount)
+	}
+	if kills := eventsTotal(probedEventsFor(t, liveName, "Killing")); kills != 1 {
+		t.Logf("probed's Killing events for %s after the outage: %d (events made while the API server was down may be lost)", liveName, kills)
+	}
 }
 
 // containerAttempt is one of a pod's containers as containerd's CRI lists it.

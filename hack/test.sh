@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|compat|runtime|e2e|soak]...
+# Runs probed's test tiers. Usage: hack/test.sh [all|lint|unit|fuzz|integration|compat|runtime|e2e|soak|measure]...
 # Every tier installs and starts what it needs: Debian packages, Kubernetes
 # binaries built from Go modules (cached in .cache/), locally built images.
 set -euo pipefail
@@ -211,6 +211,22 @@ for t in "${tiers[@]}"; do
       step "release images: make image's linux/amd64 and linux/arm64 archives and SBOMs; the amd64 images run on containerd + runc; the krew manifest through krew's own validation"
       bash hack/krew.sh >/dev/null
       go test -count=1 -tags release -timeout 15m ./test/release/ ;;
+    measure)
+      # Not in "all" (make test-all runs it): measurements on the e2e tier's
+      # node for the docs, which check nothing. Issue 37's pod source: the
+      # delay from a container's start to probed's first probe, and the API
+      # server's pods watches, with the kubelet's Pods API and with the API
+      # server as probed's source (about 3 minutes with the node's start).
+      step "measurement: probed's pod source, the kubelet's Pods API against the API server, on a real node"
+      bash hack/install-deps.sh
+      bash hack/build-k8s.sh
+      bash hack/build-containerd.sh
+      PATH="$(bash hack/build-kubectl.sh):$PATH"
+      bash hack/build-images.sh
+      bash hack/build-workload-images.sh
+      bash hack/build-probed-image.sh
+      E2E_SKIP_IMAGE_BUILD=1 E2E_POD_SOURCE_MEASURE="${E2E_POD_SOURCE_MEASURE:-10}" \
+        go test -v -count=1 -tags e2e -timeout 20m -run '^TestPodSourceLatency$' ./test/e2e/ ;;
     soak)
       # Not in "all": it takes SOAK_DURATION (default 20m) plus set-up.
       d="${SOAK_DURATION:=20m}"

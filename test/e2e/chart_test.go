@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,10 @@ func TestChartInstall(t *testing.T) {
 	first := chartProbedPod(ctx, t, "")
 	if first.Spec.ServiceAccountName != chartRelease || first.Spec.Containers[0].Image != probedImage {
 		t.Errorf("the chart's probed pod runs as %q with %q", first.Spec.ServiceAccountName, first.Spec.Containers[0].Image)
+	}
+
+	if podSource == "kubelet" {
+		checkChartPodSource(ctx, t, first)
 	}
 
 	// It probes: an exec readiness probe passes, and the gate opens.
@@ -204,6 +209,11 @@ func chartValues(t *testing.T, v int) string {
 		},
 		"webhook": map[string]any{"enabled": false},
 	}
+	// As the tier runs deploy/'s probed: from the kubelet's Pods API where
+	// the kubelet serves it, with the chart's own narrower RBAC.
+	if podSource == "kubelet" {
+		vals["podSource"] = map[string]any{"mode": "kubelet", "kubeletPodsAPIDir": filepath.Dir(nd.KubeletPodsAPISocket())}
+	}
 	b, err := yaml.Marshal(vals)
 	if err != nil {
 		t.Fatal(err)
@@ -261,4 +271,43 @@ func chartProbedPod(ctx context.Context, t *testing.T, not types.UID) *v1.Pod {
 		t.Fatalf("the chart's probed pod never became Ready (%s): %v", last, err)
 	}
 	return ready
+}
+
+// checkChartPodSource: the chart's probed, with podSource.mode=kubelet,
+// reads its pods from the kubelet (its log says so), and the chart's
+// ClusterRole lets its service account neither list nor watch pods.
+func checkChartPodSource(ctx context.Context, t *testing.T, p *v1.Pod) {
+	t.Helper()
+	var line string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		b, err := client.CoreV1().Pods(chartNS).GetLogs(p.Name, &v1.PodLogOptions{Container: "probed"}).DoRaw(ctx)
+		if err != nil {
+			return false, nil
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, `"Pod source"`) {
+				line = l
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil || !strings.Contains(line, `source="kubelet"`) {
+		t.Errorf(`the chart's probed with podSource.mode=kubelet: its "Pod source" line %q (%v), want source="kubelet"`, line, err)
+	}
+	for _, verb := range []string{"list", "watch"} {
+		r, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               "system:serviceaccount:" + chartNS + ":" + p.Spec.ServiceAccountName,
+				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNS, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "pods"},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Allowed {
+			t.Errorf("the chart's probed (podSource.mode=kubelet) may %s pods", verb)
+		}
+	}
 }

@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +32,9 @@ import (
 // own); probed writes nothing and does not restart. The window ends once
 // both readiness probes have run three more times after the kubelet's first
 // node status, so the kubelet has re-synced both pods and re-run its prober.
+// With the kubelet's Pods API as probed's pod source, its socket goes away
+// and comes back with the kubelet: probed's watch ends, and it watches the
+// new kubelet (checkWatchedNewKubelet), with nothing flipped meanwhile.
 func TestKubeletRestartBesideProbed(t *testing.T) {
 	ctx := context.Background()
 	node, err := client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
@@ -112,6 +118,11 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		before[list.Items[i].Name] = marks(&list.Items[i])
 	}
 	writes := scrape(t, "probed_status_writes_total")
+	// With the kubelet as probed's pod source, its socket goes with the
+	// kubelet and comes back with it: probed's stream ends (an error by
+	// gRPC code), and probed watches the new kubelet.
+	watches := scrape(t, "probed_pod_source_watches_total")
+	sourceErrors := scrape(t, "probed_pod_source_errors_total")
 
 	// Every state of both pods from here on, so a flip and its undoing are
 	// both seen, even within one second.
@@ -143,6 +154,11 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		}
 	}()
 
+	// Where the restarted kubelet's lines begin in its log.
+	var kubeletLogFrom int64
+	if st, err := os.Stat(filepath.Join(nd.RunDir, "kubelet.log")); err == nil {
+		kubeletLogFrom = st.Size()
+	}
 	restarted := time.Now()
 	if err := nd.RestartKubelet(); err != nil {
 		t.Fatal(err)
@@ -185,6 +201,9 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 		}
 	}
 	s.note("both readiness probes ran 3 times after the kubelet's first node status (%v after the restart)", time.Since(restarted).Round(100*time.Millisecond))
+	if podSource == "kubelet" {
+		checkWatchedNewKubelet(t, s, watches, sourceErrors, kubeletLogFrom)
+	}
 
 	after, err := client.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -212,6 +231,48 @@ func TestKubeletRestartBesideProbed(t *testing.T) {
 	if len(flips) == 0 {
 		s.note("%d pod updates watched, none flipped anything", updates)
 	}
+}
+
+// checkWatchedNewKubelet: across the kubelet's restart, probed's stream of
+// the old kubelet's Pods API ended (probed_pod_source_errors_total grew),
+// probed opened more (probed_pod_source_watches_total grew: it reopens one
+// every relist period anyway), and the new kubelet served one: its log,
+// from logFrom on, has a WatchPods call.
+func checkWatchedNewKubelet(t *testing.T, s *sc, watches, sourceErrors float64, logFrom int64) {
+	t.Helper()
+	var nowWatches, nowErrors float64
+	var served int
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		nowWatches = scrape(t, "probed_pod_source_watches_total")
+		nowErrors = scrape(t, "probed_pod_source_errors_total")
+		served = newKubeletLogCount(logFrom, `"WatchPods called"`)
+		return nowWatches > watches && nowErrors > sourceErrors && served > 0, nil
+	})
+	if err != nil {
+		t.Errorf("across the kubelet restart: probed_pod_source_watches_total %g -> %g, probed_pod_source_errors_total %g -> %g, "+
+			"WatchPods calls in the new kubelet's log %d; want all three to grow", watches, nowWatches, sourceErrors, nowErrors, served)
+		return
+	}
+	s.note("probed's stream of the old kubelet ended (errors %g -> %g: %q) and it watched the new one (watches %g -> %g; the new kubelet logged %d WatchPods calls)",
+		sourceErrors, nowErrors, metricLines(t, "probed_pod_source_errors_total"), watches, nowWatches, served)
+}
+
+// newKubeletLogCount counts the lines of the kubelet's log, from offset
+// from on, that contain s.
+func newKubeletLogCount(from int64, s string) int {
+	f, err := os.Open(filepath.Join(nd.RunDir, "kubelet.log"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
 }
 
 // kubeletRestartGrace is how long before a 1.35+ kubelet's start a container

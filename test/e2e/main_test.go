@@ -22,6 +22,14 @@
 //	E2E_SKIP_IMAGE_BUILD   set to skip running the image build scripts
 //	E2E_START_SLOTS        how many scenario pods may be starting at once (default 6)
 //	E2E_START_PRESSURE     admit a pod to start only while CPU pressure avg10 is below this percent (default 50)
+//	E2E_POD_SOURCE_MEASURE run TestPodSourceLatency, a measurement, with this many pods per pod source (e.g. 10)
+//
+// probed reads its pods from the kubelet's Pods API on a 1.37+ node
+// (deploy/pod-source-kubelet: --pod-source=kubelet, the socket mounted, no
+// get, list or watch on pods in its ClusterRole), so every test runs it that
+// way; on an older node (the compat tier) it runs with --pod-source=auto and
+// the socket's directory mounted (testdata/pod-source-auto), and must choose
+// the API server. TestMain checks probed chose as expected.
 package e2e
 
 import (
@@ -151,9 +159,10 @@ func run(m *testing.M) (code int) {
 	// probed runs with deploy/probe-tls (--pod-volumes-dir, the kubelet's
 	// pods directory mounted), for TestVerifiedTLS; the harness points both
 	// at this node's kubelet. Probes without probed.io/tls, all the others,
-	// must behave exactly as without it.
-	// And with deploy/pod-netns (--pod-network-probes, CAP_SYS_ADMIN, the
-	// runtime's namespaces mounted), for TestProbeFromInsidePod.
+	// must behave exactly as without it. And with deploy/pod-netns
+	// (--pod-network-probes, CAP_SYS_ADMIN, the runtime's namespaces
+	// mounted), for TestProbeFromInsidePod. The pod source's component is
+	// added below, by the kubelet's version.
 	nd, err = node.Start(ctx, node.Options{RunDir: os.Getenv("E2E_RUN_DIR"), DeployComponents: []string{"probe-tls", "pod-netns"}})
 	if err != nil {
 		logf("starting the node: %v", err)
@@ -206,13 +215,24 @@ func run(m *testing.M) (code int) {
 		logf("%v", err)
 		return 1
 	}
+	kubeletVersion, err := pickPodSource(ctx)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
 	probedArgs = append(probedArgs, strings.Fields(os.Getenv("E2E_PROBED_ARGS"))...)
 	if err := nd.DeployProbed(ctx, probedImage, probedArgs...); err != nil {
 		logf("deploying probed: %v", err)
 		dumpProbedLog(ctx, 100)
 		return 1
 	}
-	logf("probed deployed (extra args %q) and Ready in %v", probedArgs, time.Since(t0).Round(time.Millisecond))
+	logf("probed deployed (components %q, extra args %q) and Ready in %v", nd.DeployComponents(), probedArgs, time.Since(t0).Round(time.Millisecond))
+	if err := checkPodSource(ctx, podSource); err != nil {
+		logf("kubelet %s: %v", kubeletVersion, err)
+		dumpProbedLog(ctx, 60)
+		return 1
+	}
+	logf("probed's pod source is the %s, as expected of kubelet %s", podSource, kubeletVersion)
 
 	if err := createNamespace(ctx, testNS); err != nil {
 		logf("namespace %s: %v", testNS, err)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -300,4 +302,47 @@ func removeCgroupTree(parent string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StopControlPlane stops kube-scheduler, kube-controller-manager and
+// kube-apiserver, each by its PID: a control-plane outage as a node sees
+// it. etcd keeps the state; the kubelet, containerd and the pods keep
+// running. StartControlPlane ends it.
+func (n *Node) StopControlPlane() error {
+	var errs []error
+	for _, name := range []string{schedName, kcmName} {
+		if p := n.proc(name); p != nil {
+			errs = append(errs, p.Stop(10*time.Second))
+		}
+	}
+	errs = append(errs, n.cp.StopAPIServer())
+	n.logf("control plane stopped (etcd kept)")
+	return errors.Join(errs...)
+}
+
+// StartControlPlane ends StopControlPlane: kube-apiserver starts again on
+// its port, with the same certificates and flags (retried for up to 30 s
+// while another process holds the port for a moment, as an outgoing
+// connection's ephemeral port may), and once it is ready
+// kube-controller-manager and kube-scheduler start anew. Without leader
+// election they are at work at once; the controller-manager's node
+// lifecycle controller starts from a fresh view of the node's lease, as
+// it would after a restart of the whole control plane.
+func (n *Node) StartControlPlane(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := n.cp.StartAPIServer(ctx)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "port already in use") || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Second) // pace the retries
+	}
+	if err := n.startControllers(); err != nil {
+		return err
+	}
+	n.logf("control plane started again")
+	return nil
 }

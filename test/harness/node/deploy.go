@@ -53,12 +53,17 @@ type deployment struct {
 // DaemonSet's pod on this node runs image and is Ready: its /readyz passes
 // (the pod informer has synced and the runtime answers).
 //
-// The DaemonSet is applied as written, with Options.DeployComponents'
-// patches, except for what only this harness knows: the image
-// (IfNotPresent, never pulled); the kubelet's pods directory
-// (/var/lib/kubelet/pods, deploy/probe-tls) where this node's kubelet keeps
-// it, KubeletPodsDir, in hostPath volumes, mounts and --pod-volumes-dir
-// alike; --runtime-endpoint naming
+// The objects are applied as written, with the patches of the components
+// DeployComponents names (of the DaemonSet, deploy/probe-tls; of the
+// DaemonSet and the ClusterRole, deploy/pod-source-kubelet), except for
+// what only this harness knows: the image
+// (IfNotPresent, never pulled); the kubelet's directories under
+// /var/lib/kubelet (its pods directory, deploy/probe-tls; its Pods API
+// socket's, deploy/pod-source-kubelet) where this node's kubelet keeps
+// them, under KubeletRootDir, in hostPath volumes, mounts,
+// --pod-volumes-dir and --kubelet-pods-api-socket alike (the socket flag
+// is set whenever the pods-api directory is mounted: probed's default
+// names /var/lib/kubelet's); --runtime-endpoint naming
 // this node's containerd, whose socket directory is mounted at the same path
 // (a directory, as the manifest mounts /run/containerd, so that a restart of
 // containerd is followed); --metrics-bind-address on 127.0.0.1:<ProbedMetricsPort>, with the
@@ -87,6 +92,14 @@ func (n *Node) DeployProbed(ctx context.Context, image string, extraArgs ...stri
 	if err != nil {
 		return err
 	}
+	for _, c := range n.DeployComponents() {
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(n.opts.DeployDir, c)
+		}
+		if err := applyComponent(c, objs); err != nil {
+			return err
+		}
+	}
 	var ds *appsv1.DaemonSet
 	for i, o := range objs {
 		if o.GetKind() != "DaemonSet" {
@@ -94,11 +107,6 @@ func (n *Node) DeployProbed(ctx context.Context, image string, extraArgs ...stri
 		}
 		if ds != nil {
 			return fmt.Errorf("%s: more than one DaemonSet", n.opts.DeployDir)
-		}
-		for _, c := range n.opts.DeployComponents {
-			if err := applyComponent(filepath.Join(n.opts.DeployDir, c), o); err != nil {
-				return err
-			}
 		}
 		ds = &appsv1.DaemonSet{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
@@ -177,7 +185,7 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	c.Image = image
 	c.ImagePullPolicy = corev1.PullIfNotPresent
 
-	movePodsDir(spec, c, n.KubeletPodsDir())
+	moveKubeletRoot(spec, c, n.KubeletRootDir())
 	if err := movePodNetnsDir(spec, c, n.PodNetnsDir()); err != nil {
 		return 0, err
 	}
@@ -270,71 +278,131 @@ func (n *Node) patchDaemonSet(ds *appsv1.DaemonSet, image string, extraArgs []st
 	return port, nil
 }
 
+// defaultKubeletRoot is the kubelet's --root-dir on a node with the
+// default, under which deploy/'s components mount its directories:
+// pods/ (deploy/probe-tls) and pods-api/ (deploy/pod-source-kubelet).
+const defaultKubeletRoot = "/var/lib/kubelet"
+
 // defaultKubeletPodsDir is the kubelet's pods directory on a node with
 // the default --root-dir, as deploy/probe-tls mounts it.
-const defaultKubeletPodsDir = "/var/lib/kubelet/pods"
+const defaultKubeletPodsDir = defaultKubeletRoot + "/pods"
+
+// podsAPIDirName and podsAPISocketName are the kubelet's Pods API socket
+// (KEP-4188): <root-dir>/pods-api/pods-api.sock.
+const (
+	podsAPIDirName    = "pods-api"
+	podsAPISocketName = "pods-api.sock"
+)
+
+// KubeletRootDir is this node's kubelet's --root-dir: <RunDir>/kubelet/root.
+func (n *Node) KubeletRootDir() string { return filepath.Join(n.RunDir, "kubelet", "root") }
 
 // KubeletPodsDir is where this node's kubelet keeps its pods' volumes:
 // <RunDir>/kubelet/root/pods, its --root-dir's pods/.
-func (n *Node) KubeletPodsDir() string { return filepath.Join(n.RunDir, "kubelet", "root", "pods") }
+func (n *Node) KubeletPodsDir() string { return filepath.Join(n.KubeletRootDir(), "pods") }
 
-// movePodsDir moves what spec and its container c read of the kubelet's
-// pods directory (deploy/probe-tls) to dir: the host path, the mount path
-// (the same, as the component mounts it) and --pod-volumes-dir.
-func movePodsDir(spec *corev1.PodSpec, c *corev1.Container, dir string) {
+// KubeletPodsAPISocket is where this node's kubelet serves its Pods API
+// (from 1.37, or 1.36 with the PodsAPI gate): <RunDir>/kubelet/root/pods-api/pods-api.sock.
+func (n *Node) KubeletPodsAPISocket() string {
+	return filepath.Join(n.KubeletRootDir(), podsAPIDirName, podsAPISocketName)
+}
+
+// underKubeletRoot returns path moved from /var/lib/kubelet to root, and
+// whether it was there.
+func underKubeletRoot(path, root string) (string, bool) {
+	if path == defaultKubeletRoot {
+		return root, true
+	}
+	if rest, ok := strings.CutPrefix(path, defaultKubeletRoot+"/"); ok {
+		return filepath.Join(root, rest), true
+	}
+	return path, false
+}
+
+// moveKubeletRoot moves what spec and its container c read of the
+// kubelet's directories under /var/lib/kubelet to root: the host paths,
+// the mount paths (the same, as the components mount them),
+// --pod-volumes-dir and --kubelet-pods-api-socket. When the pods-api
+// directory is mounted, --kubelet-pods-api-socket names the socket in it
+// even where the manifest leaves the flag to its default, which is
+// /var/lib/kubelet's.
+func moveKubeletRoot(spec *corev1.PodSpec, c *corev1.Container, root string) {
 	for i := range spec.Volumes {
-		if hp := spec.Volumes[i].HostPath; hp != nil && hp.Path == defaultKubeletPodsDir {
-			hp.Path = dir
+		if hp := spec.Volumes[i].HostPath; hp != nil {
+			hp.Path, _ = underKubeletRoot(hp.Path, root)
 		}
 	}
+	podsAPIDir := filepath.Join(root, podsAPIDirName)
+	mountsPodsAPI := false
 	for i := range c.VolumeMounts {
-		if c.VolumeMounts[i].MountPath == defaultKubeletPodsDir {
-			c.VolumeMounts[i].MountPath = dir
+		c.VolumeMounts[i].MountPath, _ = underKubeletRoot(c.VolumeMounts[i].MountPath, root)
+		mountsPodsAPI = mountsPodsAPI || c.VolumeMounts[i].MountPath == podsAPIDir
+	}
+	for _, flag := range []string{"--pod-volumes-dir", "--kubelet-pods-api-socket"} {
+		if v, ok := underKubeletRoot(argValue(c.Args, flag), root); ok {
+			c.Args = setArg(c.Args, flag, v)
 		}
 	}
-	if argValue(c.Args, "--pod-volumes-dir") == defaultKubeletPodsDir {
-		c.Args = setArg(c.Args, "--pod-volumes-dir", dir)
+	if mountsPodsAPI {
+		c.Args = setArg(c.Args, "--kubelet-pods-api-socket", filepath.Join(podsAPIDir, podsAPISocketName))
 	}
 }
 
-// applyComponent applies the kustomize component in dir to the DaemonSet
-// ds: each of its patches, JSON 6902 operations inline (kustomize's
-// patches[].patch), that targets it. Anything else a component may hold
-// (resources, patch files, strategic merge patches) is refused, rather than
-// left out.
-func applyComponent(dir string, ds *unstructured.Unstructured) error {
+// componentPatch is one of a kustomize component's patches[].
+type componentPatch struct {
+	Target struct {
+		Group   string `json:"group"`
+		Version string `json:"version"`
+		Kind    string `json:"kind"`
+		Name    string `json:"name"`
+	} `json:"target"`
+	Patch string `json:"patch"`
+	Path  string `json:"path"`
+}
+
+// applyComponent applies the kustomize component in dir to objs, deploy/'s
+// objects: each of its patches, JSON 6902 operations inline (kustomize's
+// patches[].patch), to the one object of objs it targets by kind and name
+// (and group and version, where it names them, as kustomize matches them):
+// probed's DaemonSet (deploy/probe-tls), its ClusterRole too
+// (deploy/pod-source-kubelet). A failed "test" operation fails it, as it
+// fails kustomize. Anything else a component may hold (resources, patch
+// files, strategic merge patches, other selectors, a target that is not
+// exactly one of objs) is refused, rather than left out.
+func applyComponent(dir string, objs []*unstructured.Unstructured) error {
 	file := filepath.Join(dir, "kustomization.yaml")
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	var k struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Resources  []string `json:"resources"`
-		Patches    []struct {
-			Target struct {
-				Group   string `json:"group"`
-				Version string `json:"version"`
-				Kind    string `json:"kind"`
-				Name    string `json:"name"`
-			} `json:"target"`
-			Patch string `json:"patch"`
-			Path  string `json:"path"`
-		} `json:"patches"`
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Resources  []string         `json:"resources"`
+		Patches    []componentPatch `json:"patches"`
 	}
 	// Strict: a field this function does not know is one it would not apply.
 	if err := yaml.UnmarshalStrict(b, &k); err != nil {
-		return fmt.Errorf("%s: %w (the harness applies only inline JSON patches of probed's DaemonSet)", file, err)
+		return fmt.Errorf("%s: %w (the harness applies only inline JSON patches of deploy/'s objects)", file, err)
 	}
 	if k.Kind != "Component" || len(k.Resources) > 0 {
 		return fmt.Errorf("%s: a Component with patches alone, please (kind %q, resources %v)", file, k.Kind, k.Resources)
 	}
-	gvk := ds.GroupVersionKind()
 	for i, p := range k.Patches {
 		t := p.Target
-		if p.Path != "" || t.Group != gvk.Group || t.Version != gvk.Version || t.Kind != gvk.Kind || t.Name != ds.GetName() {
-			return fmt.Errorf("%s: patch %d is not an inline patch of DaemonSet %s", file, i, ds.GetName())
+		var target *unstructured.Unstructured
+		matches := 0
+		for _, o := range objs {
+			gvk := o.GroupVersionKind()
+			if t.Kind == gvk.Kind && t.Name == o.GetName() &&
+				(t.Group == "" || t.Group == gvk.Group) && (t.Version == "" || t.Version == gvk.Version) {
+				target = o
+				matches++
+			}
+		}
+		if p.Path != "" || p.Patch == "" || t.Kind == "" || t.Name == "" || matches != 1 {
+			return fmt.Errorf("%s: patch %d is not an inline patch of one of deploy/'s objects by kind and name "+
+				"(target %s %s/%s %s, %d of deploy/'s objects match)", file, i, t.Kind, t.Group, t.Version, t.Name, matches)
 		}
 		ops, err := yaml.YAMLToJSON([]byte(p.Patch))
 		if err != nil {
@@ -344,14 +412,14 @@ func applyComponent(dir string, ds *unstructured.Unstructured) error {
 		if err != nil {
 			return fmt.Errorf("%s: patch %d: %w", file, i, err)
 		}
-		doc, err := ds.MarshalJSON()
+		doc, err := target.MarshalJSON()
 		if err != nil {
 			return err
 		}
 		if doc, err = patch.Apply(doc); err != nil {
-			return fmt.Errorf("%s: patch %d: %w", file, i, err)
+			return fmt.Errorf("%s: patch %d of %s %s: %w", file, i, t.Kind, t.Name, err)
 		}
-		if err := ds.UnmarshalJSON(doc); err != nil {
+		if err := target.UnmarshalJSON(doc); err != nil {
 			return err
 		}
 	}

@@ -82,10 +82,12 @@ type Options struct {
 	Images []string
 	// DeployDir holds probed's manifests; default <repo>/deploy.
 	DeployDir string
-	// DeployComponents names kustomize components in DeployDir
-	// ("probe-tls") whose JSON patches of probed's DaemonSet DeployProbed
-	// applies too, every time. Components with resources of their own
-	// (pdb-restarts' RBAC) are refused: apply those yourself.
+	// DeployComponents names kustomize components, in DeployDir
+	// ("probe-tls", "pod-source-kubelet") or by absolute path, whose inline
+	// JSON patches of deploy/'s objects (probed's DaemonSet, its
+	// ClusterRole) DeployProbed applies too, every time, until
+	// SetDeployComponents changes them. Components with resources of their
+	// own (pdb-restarts' RBAC) are refused: apply those yourself.
 	DeployComponents []string
 	// ProbedMetricsPort is the port DeployProbed gives probed's
 	// --metrics-bind-address (on 127.0.0.1: probed runs on the host
@@ -124,9 +126,10 @@ type Node struct {
 	ctrd      *containerd.Containerd
 	client    kubernetes.Interface
 
-	mu       sync.Mutex // guards procs
-	procs    map[string]*proc.Process
-	deployed deployment
+	mu         sync.Mutex // guards procs, deployed and components
+	procs      map[string]*proc.Process
+	deployed   deployment
+	components []string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -175,7 +178,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	defer cancel()
 
 	sweepStale()
-	n := &Node{Name: NodeName, opts: opts, procs: map[string]*proc.Process{}}
+	n := &Node{Name: NodeName, opts: opts, procs: map[string]*proc.Process{}, components: append([]string(nil), opts.DeployComponents...)}
 	if n.RunDir = opts.RunDir; n.RunDir == "" {
 		if n.RunDir, err = os.MkdirTemp("", tempDirPrefix); err != nil {
 			return nil, err
@@ -379,6 +382,23 @@ func (n *Node) waitReady(ctx context.Context) error {
 		return n.proc(kubeletName).Failure("node %s not ready (last: %s): %v", n.Name, last, err)
 	}
 	return err
+}
+
+// DeployComponents are the components the next DeployProbed applies:
+// Options.DeployComponents, or what SetDeployComponents set last.
+func (n *Node) DeployComponents() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.components...)
+}
+
+// SetDeployComponents replaces the components DeployProbed applies from
+// its next call on (see Options.DeployComponents): a test that picks them
+// by the kubelet's version, or redeploys probed otherwise for a while.
+func (n *Node) SetDeployComponents(components ...string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.components = append([]string(nil), components...)
 }
 
 // Client is an admin clientset.

@@ -21,7 +21,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"source"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "probed_pod_source_errors_total",
-			Help: "Calls to the kubelet's Pods API that failed and watches of it that ended, by gRPC code (FailedPrecondition: the kubelet's pod sources are syncing; ResourceExhausted: the kubelet dropped a watcher that fell behind; Unavailable: no kubelet answers; Decode: a pod probed could not read).",
+			Help: "Calls to the kubelet's Pods API that failed and watches of it that ended, by gRPC code (FailedPrecondition: the kubelet's pod sources are syncing; ResourceExhausted: the kubelet ended the watch, as it does for a watcher that fell behind and for every watcher when it shuts down; Unavailable: no kubelet answers; Decode: a pod probed could not read).",
 		}, []string{"code"}),
 		watches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "probed_pod_source_watches_total",

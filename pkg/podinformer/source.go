@@ -98,7 +98,7 @@ func explain(code string) string {
 	case codes.FailedPrecondition.String():
 		return "the kubelet's pod sources have not synced yet (it has just started)"
 	case codes.ResourceExhausted.String():
-		return "the kubelet dropped probed's watch, which fell behind, or rate-limited a call"
+		return "the kubelet ended probed's watch: it is shutting down (a restart), or probed fell behind"
 	case codes.Unavailable.String():
 		return "no kubelet answers on the socket (restarting?)"
 	case codes.Unimplemented.String():

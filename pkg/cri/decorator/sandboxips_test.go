@@ -88,17 +88,7 @@ func TestCRISandboxIPs(t *testing.T) {
 		{"no network status", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sock := critest.Serve(t, func(s *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(s, sandboxCRI{network: tc.network}) })
-			conn, err := dial.Dial("unix://" + sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt := runtimeservice.New(conn, execout.NewBudget(0))
-			defer rt.Close()
-			v, err := NewVerified(rt, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			v := verifiedOverCRI(t, sandboxCRI{network: tc.network})
 			ips, err := v.SandboxIPs(cri.WithOwner(context.Background(), attacker), "containerd://abc")
 			if err != nil || !slices.Equal(ips, tc.want) {
 				t.Errorf("SandboxIPs = %v, %v; want %v", ips, err, tc.want)
@@ -144,21 +134,27 @@ func TestVerifiedSandboxNetwork(t *testing.T) {
 func TestCRISandboxNetwork(t *testing.T) {
 	info := map[string]string{"info": `{"pid": 42, "runtimeType": "io.containerd.kata.v2", "runtimeSpec": {"linux": {"namespaces": [
 		{"type": "pid"}, {"type": "network", "path": "/var/run/netns/cni-1234"}, {"type": "ipc"}]}}}`}
-	sock := critest.Serve(t, func(s *grpc.Server) {
-		runtimeapi.RegisterRuntimeServiceServer(s, sandboxCRI{network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.1.0.5"}, info: info})
-	})
+	v := verifiedOverCRI(t, sandboxCRI{network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.1.0.5"}, info: info})
+	got, err := v.SandboxNetwork(cri.WithOwner(context.Background(), attacker), "containerd://abc")
+	if err != nil || got.NetNS != "/var/run/netns/cni-1234" || got.Runtime != "io.containerd.kata.v2" {
+		t.Errorf("SandboxNetwork = %+v, %v", got, err)
+	}
+}
+
+// verifiedOverCRI is Verified over the CRI client, against srv served on a
+// unix socket until the test ends.
+func verifiedOverCRI(t *testing.T, srv sandboxCRI) *Verified {
+	t.Helper()
+	sock := critest.Serve(t, func(s *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(s, srv) })
 	conn, err := dial.Dial("unix://" + sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt := runtimeservice.New(conn, execout.NewBudget(0))
-	defer rt.Close()
+	t.Cleanup(func() { rt.Close() })
 	v, err := NewVerified(rt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := v.SandboxNetwork(cri.WithOwner(context.Background(), attacker), "containerd://abc")
-	if err != nil || got.NetNS != "/var/run/netns/cni-1234" || got.Runtime != "io.containerd.kata.v2" {
-		t.Errorf("SandboxNetwork = %+v, %v", got, err)
-	}
+	return v
 }

@@ -28,11 +28,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "WatchPods streams probed opened on the kubelet's Pods API: one at start, one per relist period, and one after each failure.",
 		}),
 	}
+	// The codes the kubelet's Pods API is documented to answer, at 0 from
+	// the start, so that a rate or an alert over them has a series.
+	for _, c := range knownCodes {
+		m.errors.WithLabelValues(c)
+	}
 	if reg != nil {
 		reg.MustRegister(m.info, m.errors, m.watches)
 	}
 	return m
 }
+
+// knownCodes are the gRPC codes the Pods API answers (pkg/kubelet/apis/pods)
+// and the one probed adds for a pod it cannot read.
+var knownCodes = []string{"FailedPrecondition", "ResourceExhausted", "Unavailable", "Unimplemented", "Decode"}
 
 // SetSource records the source probed reads.
 func (m *Metrics) SetSource(s Source) {

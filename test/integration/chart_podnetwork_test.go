@@ -3,25 +3,12 @@
 package integration
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
-
-// podNetnsWrapper is probeTLSWrapper's twin for deploy/pod-netns.
-func podNetnsWrapper(t *testing.T) string {
-	t.Helper()
-	my := probeTLSWrapper(t)
-	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/pod-netns\n"
-	if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return my
-}
 
 // checkPodNetns checks that ds may send probes from inside pods, and no
 // more: --pod-network-probes=true, SYS_ADMIN beside KILL, and
@@ -64,7 +51,7 @@ func TestChartPodNetwork(t *testing.T) {
 	t.Parallel()
 	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
 	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, podNetnsWrapper(t))
+	wrapped := kustomize(t, componentWrapper(t, "pod-netns"))
 	want := byKey(t, wrapped, "deploy/ with pod-netns")
 	delete(want, "Namespace//probed-system")
 	objs := helmTemplate(t, "probed-system", "podNetwork.probes=true")

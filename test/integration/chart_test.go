@@ -354,8 +354,8 @@ func TestChartServerSideDryRun(t *testing.T) {
 		{"overlays/crio", "probed-system", kustomize(t, "../../overlays/crio")},
 		{"overlays/k3s", "probed-system", kustomize(t, "../../overlays/k3s")},
 		{"overlays/shadow", "probed-system", kustomize(t, "../../overlays/shadow")},
-		{"deploy/ with deploy/probe-tls", "probed-system", kustomize(t, probeTLSWrapper(t))},
-		{"deploy/ with deploy/pod-source-kubelet", "probed-system", kustomize(t, podSourceWrapper(t))},
+		{"deploy/ with deploy/probe-tls", "probed-system", kustomize(t, componentWrapper(t, "probe-tls"))},
+		{"deploy/ with deploy/pod-source-kubelet", "probed-system", kustomize(t, componentWrapper(t, "pod-source-kubelet"))},
 	}
 	for _, c := range cases {
 		// A dry run creates no namespace: make it for real.

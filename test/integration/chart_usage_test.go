@@ -377,10 +377,10 @@ func TestChartShadow(t *testing.T) {
 	}
 }
 
-// probeTLSWrapper is a kustomization of deploy/ with the deploy/probe-tls
-// component, beside a link to this checkout, as a user's wrapper has them;
-// it returns the wrapper's directory.
-func probeTLSWrapper(t *testing.T) string {
+// componentWrapper is a kustomization of deploy/ with the component
+// deploy/<component>, beside a link to this checkout, as a user's wrapper
+// has them; it returns the wrapper's directory.
+func componentWrapper(t *testing.T, component string) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -394,7 +394,7 @@ func probeTLSWrapper(t *testing.T) string {
 	if err := os.MkdirAll(my, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/probe-tls\n"
+	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/" + component + "\n"
 	if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestChartProbeTLS(t *testing.T) {
 	const pods = "/var/lib/kubelet/pods"
 	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
 	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, probeTLSWrapper(t))
+	wrapped := kustomize(t, componentWrapper(t, "probe-tls"))
 	want := byKey(t, wrapped, "deploy/ with probe-tls")
 	delete(want, "Namespace//probed-system")
 	objs := helmTemplate(t, "probed-system", "probeTLS.podVolumes=true")
@@ -473,17 +473,6 @@ func TestChartProbeTLS(t *testing.T) {
 	checkPodVolumes(t, "probed beside the shadow", daemonSet(t, withShadow, "probed"), pods)
 }
 
-// podSourceWrapper is probeTLSWrapper's twin for deploy/pod-source-kubelet.
-func podSourceWrapper(t *testing.T) string {
-	t.Helper()
-	my := probeTLSWrapper(t)
-	k := "resources:\n- ../probed/deploy\ncomponents:\n- ../probed/deploy/pod-source-kubelet\n"
-	if err := os.WriteFile(filepath.Join(my, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return my
-}
-
 // podSource.mode=kubelet renders what deploy/ with deploy/pod-source-kubelet
 // renders, object for object: the flags, the socket's directory mounted
 // read-only, and a ClusterRole with no rule on pods. auto mounts the socket
@@ -494,7 +483,7 @@ func TestChartPodSource(t *testing.T) {
 	const dir = "/var/lib/kubelet/pods-api"
 	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
 	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, podSourceWrapper(t))
+	wrapped := kustomize(t, componentWrapper(t, "pod-source-kubelet"))
 	want := byKey(t, wrapped, "deploy/ with pod-source-kubelet")
 	delete(want, "Namespace//probed-system")
 	objs := helmTemplate(t, "probed-system", "podSource.mode=kubelet")

@@ -92,7 +92,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprint(os.Stderr, cp.LogTails(40))
+	}
+	return code
 }
 
 // testEnv is one test's node, namespace and probed.

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // Options configures Start. The zero value is what most tests want.
@@ -210,6 +213,17 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, cp.opts.StartTimeout)
 	defer cancel()
 	return cp.apiserver.start(sctx, cp.client)
+}
+
+// LogTails is the last n lines of etcd's and kube-apiserver's logs, for a
+// failed run: Stop removes a temporary RunDir with them.
+func (cp *ControlPlane) LogTails(n int) string {
+	var b strings.Builder
+	for _, name := range []string{"etcd.log", apiServerLog} {
+		path := filepath.Join(cp.RunDir, name)
+		fmt.Fprintf(&b, "--- last %d lines of %s:\n%s\n", n, path, proc.Tail(path, n))
+	}
+	return b.String()
 }
 
 // Stop stops the apiserver, then etcd, each by its PID (SIGTERM, then SIGKILL

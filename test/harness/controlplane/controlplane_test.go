@@ -124,6 +124,10 @@ func TestControlPlane(t *testing.T) {
 
 	pids := cp.PIDs()
 	runDir := cp.RunDir
+	etcdData := cp.EtcdDataDir()
+	if !strings.HasPrefix(etcdData, "/dev/shm/") {
+		t.Errorf("etcd's data is in %s, want it on tmpfs", etcdData)
+	}
 	if len(pids) != 2 {
 		t.Fatalf("PIDs() = %v, want etcd and kube-apiserver", pids)
 	}
@@ -139,8 +143,10 @@ func TestControlPlane(t *testing.T) {
 			t.Errorf("%s (pid %d) still exists after Stop: kill(0) = %v", name, pid, err)
 		}
 	}
-	if _, err := os.Stat(runDir); !os.IsNotExist(err) {
-		t.Errorf("run dir %s still there after Stop (stat: %v)", runDir, err)
+	for _, dir := range []string{runDir, etcdData} {
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%s still there after Stop (stat: %v)", dir, err)
+		}
 	}
 }
 

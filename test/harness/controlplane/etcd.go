@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,15 +19,30 @@ import (
 type etcd struct {
 	proc      *proc.Process
 	clientURL string
+	dataDir   string
+	// memDir is dataDir when that is on tmpfs, removed by stop.
+	memDir string
 }
 
-// startEtcd starts etcd with its data in runDir/etcd and waits until /health
-// says true. A lost race for a free port is retried with new ports.
+// startEtcd starts etcd and waits until /health says true. A lost race for a
+// free port is retried with new ports.
+//
+// Its data goes to tmpfs (/dev/shm) unless the control plane is detached (a
+// demo, which its PID files stop later): etcd 3.4 has no --unsafe-no-fsync,
+// and on a shared disk its WAL fsyncs stall for seconds while the tiers'
+// builds write beside it, which stalls every request of the API server.
 func startEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
+	dataDir, memDir := filepath.Join(runDir, "etcd-data"), ""
+	if !detached {
+		if d, err := newMemDir("probed-etcd-"); err == nil {
+			dataDir, memDir = d, d
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		e, err := tryStartEtcd(ctx, bin, runDir, detached)
+		e, err := tryStartEtcd(ctx, bin, runDir, dataDir, detached)
 		if err == nil {
+			e.dataDir, e.memDir = dataDir, memDir
 			return e, nil
 		}
 		lastErr = err
@@ -34,11 +50,14 @@ func startEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, e
 			break
 		}
 	}
+	if memDir != "" {
+		_ = os.RemoveAll(memDir)
+	}
 	return nil, lastErr
 }
 
 // tryStartEtcd starts etcd once; on error nothing is left running.
-func tryStartEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
+func tryStartEtcd(ctx context.Context, bin, runDir, dataDir string, detached bool) (*etcd, error) {
 	clientPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -51,7 +70,7 @@ func tryStartEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	args := []string{
 		"--name=probed-test",
-		"--data-dir=" + filepath.Join(runDir, "etcd-data"),
+		"--data-dir=" + dataDir,
 		"--listen-client-urls=" + clientURL,
 		"--advertise-client-urls=" + clientURL,
 		"--listen-peer-urls=" + peerURL,
@@ -98,4 +117,10 @@ func (e *etcd) waitHealthy(ctx context.Context) error {
 	return err
 }
 
-func (e *etcd) stop() error { return e.proc.Stop(10 * time.Second) }
+func (e *etcd) stop() error {
+	err := e.proc.Stop(10 * time.Second)
+	if e.memDir != "" {
+		err = errors.Join(err, os.RemoveAll(e.memDir))
+	}
+	return err
+}

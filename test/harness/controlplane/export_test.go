@@ -14,3 +14,10 @@ func (cp *ControlPlane) PIDs() map[string]int {
 	}
 	return pids
 }
+
+// EtcdDataDir is where etcd keeps its data.
+func (cp *ControlPlane) EtcdDataDir() string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.etcd.dataDir
+}

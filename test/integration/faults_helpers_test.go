@@ -32,9 +32,12 @@ import (
 const (
 	faultReadyPods = 4
 	faultLivePod   = "live"
-	// faultConverge bounds convergence after a fault. Generous: client-go's
-	// reflector backs off up to 30 s, and the machine is shared.
-	faultConverge = 60 * time.Second
+	// faultConverge bounds convergence after a fault. After repeated
+	// refused connections client-go's reflector waits 30 s plus up to as
+	// much jitter before it watches again (reflector.go's defaultBackoff*),
+	// so probed's informer may see a pod change up to 60 s late; the rest
+	// is for a shared machine.
+	faultConverge = 90 * time.Second
 	// faultMinInstances is how many liveness container instances a fault
 	// test wants killed before it counts kills per instance.
 	faultMinInstances = 3

@@ -83,6 +83,9 @@ func (w *Worker) Snapshot() Snapshot {
 	s.PodNamespace, s.PodName, s.PodUID = w.cfg.PodNamespace, w.cfg.PodName, w.cfg.PodUID
 	// The summary is built on demand: few read it, every worker would hold it.
 	s.Container, s.ProbeType, s.Spec = w.cfg.Container.Name, w.cfg.ProbeType.String(), specSummary(w.cfg.Spec, w.cfg.Period, w.cfg.Timeout)
+	if w.cfg.FromPod {
+		s.Spec += " from=Pod"
+	}
 	if s.ContainerID != "" && w.cfg.Results != nil {
 		if v, ok := w.cfg.Results.Get(s.ContainerID); ok {
 			s.Published = resultWord(v.Result)

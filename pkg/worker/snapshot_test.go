@@ -15,6 +15,20 @@ import (
 	"github.com/probed-dev/probed/pkg/results"
 )
 
+// TestSnapshotSaysFromPod checks that /debug/probes tells a probe sent from
+// inside the pod's network namespace from one sent from the node.
+func TestSnapshotSaysFromPod(t *testing.T) {
+	spec := v1.Probe{FailureThreshold: 3, ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+	_, node := newEnv(t, probespec.Readiness, spec)
+	_, pod := newEnv(t, probespec.Readiness, spec, func(c *Config) { c.FromPod = true })
+	if s := node.Snapshot().Spec; strings.Contains(s, "from=") {
+		t.Errorf("a probe from the node: spec %q, want no from=", s)
+	}
+	if s := pod.Snapshot().Spec; !strings.HasSuffix(s, " from=Pod") {
+		t.Errorf("a probe from the pod: spec %q, want it to end with from=Pod", s)
+	}
+}
+
 func TestSnapshot(t *testing.T) {
 	e, w := newEnv(t, probespec.Liveness, v1.Probe{FailureThreshold: 3})
 	e.pods.set(runningPod(epoch))

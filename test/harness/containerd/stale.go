@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 const (
@@ -36,7 +37,7 @@ func sweepStale() {
 			continue
 		}
 		owner, err := strconv.Atoi(f[0])
-		if err != nil || processExists(owner) {
+		if err != nil || proc.Exists(owner) {
 			continue
 		}
 		if err := StopRunDir(dir); err != nil {
@@ -73,9 +74,4 @@ func StopRunDir(runDir string) error {
 		}
 	}
 	return h.Stop()
-}
-
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
 }

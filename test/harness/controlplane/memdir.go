@@ -1,13 +1,13 @@
 package controlplane
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/probed-dev/probed/test/harness/proc"
 )
 
 // memRoot is tmpfs on Debian and most Linux machines.
@@ -30,9 +30,8 @@ func sweepMemDirs(prefix string) {
 		if err != nil || n <= 0 {
 			continue
 		}
-		if err := syscall.Kill(n, 0); err == nil || errors.Is(err, syscall.EPERM) {
-			continue
+		if !proc.Exists(n) {
+			_ = os.RemoveAll(d)
 		}
-		_ = os.RemoveAll(d)
 	}
 }

@@ -36,7 +36,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -653,7 +652,7 @@ func removeContainerLogLinks(runDir string) error {
 func sweepStale() {
 	for _, dir := range registeredRunDirs() {
 		st, err := readState(dir)
-		if err != nil || st.Detached || st.Owner == 0 || processExists(st.Owner) {
+		if err != nil || st.Detached || st.Owner == 0 || proc.Exists(st.Owner) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "node harness: stopping %s, left by process %d\n", dir, st.Owner)
@@ -665,11 +664,6 @@ func sweepStale() {
 			_ = removeRunDir(dir)
 		}
 	}
-}
-
-func processExists(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func randomHex(n int) string {

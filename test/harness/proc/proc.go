@@ -184,3 +184,10 @@ func Tail(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// Exists reports whether a process with this PID runs (one of another user
+// counts too).
+func Exists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -278,12 +278,16 @@ func TestHTTPRequestsMatchKubelet(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var heads []string
-	port := startRaw(t, false, func(c net.Conn) {
+	// serveRaw, not startRaw: startRaw reads the head before its script runs.
+	port := serveRaw(t, func(_ *rawServer, c net.Conn) {
 		r := bufio.NewReader(c)
 		var head strings.Builder
 		for {
 			line, err := r.ReadString('\n')
-			if err != nil || line == "\r\n" {
+			if err != nil {
+				return
+			}
+			if line == "\r\n" {
 				break
 			}
 			head.WriteString(line)
@@ -309,6 +313,8 @@ func TestHTTPRequestsMatchKubelet(t *testing.T) {
 		// The kubelet's, then probed's under each host policy.
 		if len(heads) != 3 || heads[0] != heads[1] || heads[0] != heads[2] {
 			t.Errorf("headers %v: request heads differ:\nkubelet %q\nprobed  %q", headers, heads[0], heads[1:])
+		} else if !strings.HasPrefix(heads[0], "GET /a%20b?x=1&y=%20 HTTP/1.1\r\n") {
+			t.Errorf("headers %v: the server read %q, not the probe's request", headers, heads[0])
 		}
 		mu.Unlock()
 	}

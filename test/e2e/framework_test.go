@@ -326,6 +326,21 @@ func (s *sc) get() *v1.Pod {
 // status is the probed container's status in p, or nil.
 func (s *sc) status(p *v1.Pod) *v1.ContainerStatus { return containerStatus(p, s.container) }
 
+// lastTermination waits until the container's status has a last termination
+// state: the kubelet can report a restart a status write before it (a busy
+// 1.35 node did). p is the pod the restart was seen in.
+func (s *sc) lastTermination(p *v1.Pod) *v1.ContainerStateTerminated {
+	s.t.Helper()
+	if cs := s.status(p); cs != nil && cs.LastTerminationState.Terminated != nil {
+		return cs.LastTerminationState.Terminated
+	}
+	p = s.poll("the last termination state of "+s.container, time.Second, 30*time.Second, func(p *v1.Pod) (bool, error) {
+		cs := s.status(p)
+		return cs != nil && cs.LastTerminationState.Terminated != nil, nil
+	})
+	return s.status(p).LastTerminationState.Terminated
+}
+
 func (s *sc) restartCount(p *v1.Pod) int32 {
 	if cs := s.status(p); cs != nil {
 		return cs.RestartCount

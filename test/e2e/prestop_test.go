@@ -117,11 +117,7 @@ func (s *sc) runPreStop(tc prestopCase) {
 
 	p := s.runLivenessTest(pod, 1, 2*time.Minute)
 	s.expectEvent(normal, "Killing", s.killingMsg("liveness"))
-	cs := s.status(p)
-	term := cs.LastTerminationState.Terminated
-	if term == nil {
-		s.t.Fatalf("no last termination state: %s", summarize(p))
-	}
+	term := s.lastTermination(p)
 	if term.ExitCode != 137 {
 		s.t.Errorf("exit code %d, want 137: the app ignores SIGTERM, so SIGKILL must end it at the end of the grace period", term.ExitCode)
 	}

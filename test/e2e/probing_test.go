@@ -594,11 +594,7 @@ func (s *sc) livenessFailuresAllTimeouts(t time.Time) bool {
 // SIGTERM, so it dies by SIGKILL when the grace period ends.
 func (s *sc) expectKilledWithin(p *v1.Pod, kill v1.Event, grace int) {
 	s.t.Helper()
-	cs := s.status(p)
-	if cs == nil || cs.LastTerminationState.Terminated == nil {
-		s.t.Fatalf("no last termination state: %s", summarize(p))
-	}
-	term := cs.LastTerminationState.Terminated
+	term := s.lastTermination(p)
 	killedAt := kill.FirstTimestamp.Time
 	if !kill.EventTime.IsZero() {
 		killedAt = kill.EventTime.Time

@@ -30,7 +30,8 @@ type Options struct {
 	// flag given again wins (e.g. "--v=4"); a list flag given again adds to
 	// ours (e.g. "--enable-admission-plugins=AlwaysPullImages").
 	ExtraAPIServerFlags []string
-	// RunDir is where certificates, logs and etcd's data go. Default: a new
+	// RunDir is where certificates and logs go, and etcd's data when
+	// Detached (otherwise it is on tmpfs, removed by Stop). Default: a new
 	// temporary directory, removed by Stop. A given RunDir is left in place.
 	RunDir string
 	// Detached starts etcd and kube-apiserver in their own session and
@@ -43,8 +44,8 @@ type Options struct {
 // ControlPlane is a running etcd and kube-apiserver. All methods are safe for
 // concurrent use.
 type ControlPlane struct {
-	// RunDir holds certificates, the kubeconfig, etcd's data and the logs
-	// (etcd.log, kube-apiserver.log).
+	// RunDir holds certificates, the kubeconfig and the logs (etcd.log,
+	// kube-apiserver.log), and etcd's data when detached.
 	RunDir string
 	// KubeconfigPath is an admin kubeconfig (O=system:masters) in RunDir.
 	KubeconfigPath string

@@ -1,7 +1,8 @@
 // Package controlplane starts a throwaway Kubernetes control plane for
 // integration tests: a real etcd and a real kube-apiserver on random loopback
 // ports, with certificates generated in Go and all state in a temporary run
-// directory.
+// directory, except etcd's data, which is on tmpfs (/dev/shm) unless the
+// control plane is detached.
 //
 // There is no controller-manager, scheduler or kubelet. The tests play those
 // parts: they create Nodes, bind Pods with spec.nodeName and write pod status

@@ -34,7 +34,7 @@ type etcd struct {
 func startEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
 	dataDir, memDir := filepath.Join(runDir, "etcd-data"), ""
 	if !detached {
-		if d, err := newMemDir("probed-etcd-"); err == nil {
+		if d, err := newMemDir(etcdMemPrefix); err == nil {
 			dataDir, memDir = d, d
 		}
 	}

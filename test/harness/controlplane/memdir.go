@@ -10,8 +10,12 @@ import (
 	"github.com/probed-dev/probed/test/harness/proc"
 )
 
-// memRoot is tmpfs on Debian and most Linux machines.
-const memRoot = "/dev/shm"
+const (
+	// memRoot is tmpfs on Debian and most Linux machines.
+	memRoot = "/dev/shm"
+	// etcdMemPrefix names etcd's data directories in memRoot.
+	etcdMemPrefix = "probed-etcd-"
+)
 
 // newMemDir makes a directory on tmpfs named for this process, after
 // removing those of processes that have gone (a test binary killed before
@@ -20,6 +24,11 @@ func newMemDir(prefix string) (string, error) {
 	sweepMemDirs(prefix)
 	return os.MkdirTemp(memRoot, fmt.Sprintf("%s%d-", prefix, os.Getpid()))
 }
+
+// SweepStale removes etcd's data of control planes whose test process died
+// before its Stop (etcd itself died with it: a parent-death signal). Start
+// does it too; a harness that sweeps up after crashed tests calls it.
+func SweepStale() { sweepMemDirs(etcdMemPrefix) }
 
 // sweepMemDirs removes prefix's directories whose owner is not running.
 func sweepMemDirs(prefix string) {

@@ -664,6 +664,7 @@ func sweepStale() {
 			_ = removeRunDir(dir)
 		}
 	}
+	controlplane.SweepStale()
 }
 
 func randomHex(n int) string {

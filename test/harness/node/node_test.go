@@ -349,6 +349,9 @@ func TestSweepStale(t *testing.T) {
 	if _, err := os.Stat(runDir); !os.IsNotExist(err) {
 		t.Errorf("run dir %s left: %v", runDir, err)
 	}
+	if left, _ := filepath.Glob(fmt.Sprintf("/dev/shm/probed-etcd-%d-*", cmd.Process.Pid)); len(left) > 0 {
+		t.Errorf("etcd's data left: %v", left)
+	}
 }
 
 func controlplaneBinDir(t *testing.T) string {

@@ -29,7 +29,7 @@ type etcd struct {
 //
 // Its data goes to tmpfs (/dev/shm) unless the control plane is detached (a
 // demo, which its PID files stop later): etcd 3.4 has no --unsafe-no-fsync,
-// and on a shared disk its WAL fsyncs stall for seconds while the tiers'
+// and on a shared disk its WAL fsyncs can stall for seconds while the tiers'
 // builds write beside it, which stalls every request of the API server.
 func startEtcd(ctx context.Context, bin, runDir string, detached bool) (*etcd, error) {
 	dataDir, memDir := filepath.Join(runDir, "etcd-data"), ""

@@ -181,17 +181,9 @@ func TestHostPolicyInManager(t *testing.T) {
 	pod.Status.PodIPs = []v1.PodIP{{IP: "127.0.0.9"}}
 	e.create(pod)
 	e.eventually("InvalidProbe condition", func() bool {
-		st, ok := e.sink.get("u1")
-		if !ok {
-			return false
-		}
-		for _, c := range st.Containers {
-			if c.Name == "app" {
-				return !c.Ready && c.ReadyReason == status.ReasonInvalidProbe &&
-					strings.Contains(c.ReadyMessage, "169.254.169.254 is link-local/metadata")
-			}
-		}
-		return false
+		c, ok := e.sink.container("u1", "app")
+		return ok && !c.Ready && c.ReadyReason == status.ReasonInvalidProbe &&
+			strings.Contains(c.ReadyMessage, "169.254.169.254 is link-local/metadata")
 	})
 	e.eventually("two InvalidProbe events", func() bool { return e.rec.count(ReasonInvalidProbe) == 2 })
 	msgs := strings.Join(e.rec.messages(ReasonInvalidProbe), "\n")
@@ -204,13 +196,8 @@ func TestHostPolicyInManager(t *testing.T) {
 		}
 	}
 	e.eventually("the allowed probe ready", func() bool {
-		st, _ := e.sink.get("u1")
-		for _, c := range st.Containers {
-			if c.Name == "other" {
-				return c.Ready
-			}
-		}
-		return false
+		c, ok := e.sink.container("u1", "other")
+		return ok && c.Ready
 	})
 	if w := e.workers(); len(w) != 1 || w["p/other/Readiness"] == "" {
 		t.Errorf("workers = %v; want only other's readiness", w)

@@ -97,6 +97,17 @@ func (s *sink) get(uid types.UID) (status.PodState, bool) {
 	return st, ok
 }
 
+// container is the state the sink last got for the pod's container name.
+func (s *sink) container(uid types.UID, name string) (status.ContainerState, bool) {
+	st, _ := s.get(uid)
+	for _, c := range st.Containers {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return status.ContainerState{}, false
+}
+
 type recEvent struct{ container, eventType, reason, message string }
 
 type recorder struct {
@@ -413,16 +424,8 @@ func TestInvalidProbesReportedOnceAndOthersRun(t *testing.T) {
 		return ok && len(st.Containers) == 1 && st.Containers[0].Ready
 	})
 	e.eventually("invalid readiness condition", func() bool {
-		st, ok := e.sink.get("u5")
-		if !ok {
-			return false
-		}
-		for _, c := range st.Containers {
-			if c.Name == "app" {
-				return !c.Ready && c.ReadyReason == status.ReasonInvalidProbe
-			}
-		}
-		return false
+		c, ok := e.sink.container("u5", "app")
+		return ok && !c.Ready && c.ReadyReason == status.ReasonInvalidProbe
 	})
 	// The other container's liveness still runs.
 	e.eventually("valid probe of the half-bad pod runs", func() bool {

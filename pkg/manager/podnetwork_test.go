@@ -55,16 +55,8 @@ func TestPodNetworkOffInManager(t *testing.T) {
 	pod := runningPod("p", "u1", annotate(map[string]map[string]any{"app": {"readinessProbe": fromPod}}), "app")
 	e.create(pod)
 	e.eventually("InvalidProbe condition", func() bool {
-		st, ok := e.sink.get("u1")
-		if !ok {
-			return false
-		}
-		for _, c := range st.Containers {
-			if c.Name == "app" {
-				return !c.Ready && c.ReadyReason == "InvalidProbe" && strings.Contains(c.ReadyMessage, "--pod-network-probes")
-			}
-		}
-		return false
+		c, ok := e.sink.container("u1", "app")
+		return ok && !c.Ready && c.ReadyReason == "InvalidProbe" && strings.Contains(c.ReadyMessage, "--pod-network-probes")
 	})
 	if w := e.workers(); len(w) != 0 {
 		t.Errorf("workers = %v; want none", w)

@@ -49,13 +49,7 @@ func checkPodNetns(t *testing.T, what string, ds *appsv1.DaemonSet, on bool) {
 // neither grants anything.
 func TestChartPodNetwork(t *testing.T) {
 	t.Parallel()
-	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
-	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, componentWrapper(t, "pod-netns"))
-	want := byKey(t, wrapped, "deploy/ with pod-netns")
-	delete(want, "Namespace//probed-system")
-	objs := helmTemplate(t, "probed-system", "podNetwork.probes=true")
-	compareRender(t, "podNetwork.probes against deploy/pod-netns", objs, want, webhookInDeploy)
+	wrapped, objs := chartMatchesComponent(t, "pod-netns", "podNetwork.probes=true")
 
 	checkPodNetns(t, "deploy/pod-netns", renderedDaemonSet(t, wrapped), true)
 	checkPodNetns(t, "podNetwork.probes", daemonSet(t, objs, "probed"), true)

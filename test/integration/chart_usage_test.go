@@ -377,6 +377,21 @@ func TestChartShadow(t *testing.T) {
 	}
 }
 
+// chartMatchesComponent checks that the chart with set renders what deploy/
+// with the kustomize component renders (deploy/'s Namespace aside), and
+// returns both renders.
+func chartMatchesComponent(t *testing.T, component, set string) (wrapped, chart []*unstructured.Unstructured) {
+	t.Helper()
+	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
+	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
+	wrapped = kustomize(t, componentWrapper(t, component))
+	want := byKey(t, wrapped, "deploy/ with "+component)
+	delete(want, "Namespace//probed-system")
+	chart = helmTemplate(t, "probed-system", set)
+	compareRender(t, set+" against deploy/"+component, chart, want, webhookInDeploy)
+	return wrapped, chart
+}
+
 // componentWrapper is a kustomization of deploy/ with the component
 // deploy/<component>, beside a link to this checkout, as a user's wrapper
 // has them; it returns the wrapper's directory.
@@ -448,13 +463,7 @@ func noPodVolumes(t *testing.T, what string, ds *appsv1.DaemonSet, dir string) {
 func TestChartProbeTLS(t *testing.T) {
 	t.Parallel()
 	const pods = "/var/lib/kubelet/pods"
-	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
-	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, componentWrapper(t, "probe-tls"))
-	want := byKey(t, wrapped, "deploy/ with probe-tls")
-	delete(want, "Namespace//probed-system")
-	objs := helmTemplate(t, "probed-system", "probeTLS.podVolumes=true")
-	compareRender(t, "probeTLS.podVolumes against deploy/probe-tls", objs, want, webhookInDeploy)
+	wrapped, objs := chartMatchesComponent(t, "probe-tls", "probeTLS.podVolumes=true")
 
 	checkPodVolumes(t, "deploy/probe-tls", renderedDaemonSet(t, wrapped), pods)
 	checkPodVolumes(t, "probeTLS.podVolumes", daemonSet(t, objs, "probed"), pods)
@@ -481,13 +490,7 @@ func TestChartProbeTLS(t *testing.T) {
 func TestChartPodSource(t *testing.T) {
 	t.Parallel()
 	const dir = "/var/lib/kubelet/pods-api"
-	base := byKey(t, kustomize(t, "../../deploy"), "deploy/")
-	webhookInDeploy := base["Deployment/probed-system/probed-webhook"] != nil
-	wrapped := kustomize(t, componentWrapper(t, "pod-source-kubelet"))
-	want := byKey(t, wrapped, "deploy/ with pod-source-kubelet")
-	delete(want, "Namespace//probed-system")
-	objs := helmTemplate(t, "probed-system", "podSource.mode=kubelet")
-	compareRender(t, "podSource.mode=kubelet against deploy/pod-source-kubelet", objs, want, webhookInDeploy)
+	wrapped, objs := chartMatchesComponent(t, "pod-source-kubelet", "podSource.mode=kubelet")
 
 	checkPodSource(t, "deploy/pod-source-kubelet", wrapped, "kubelet", dir, nil)
 	checkPodSource(t, "podSource.mode=kubelet", objs, "kubelet", dir, nil)
